@@ -1,0 +1,36 @@
+"""Build of the Cython DRAM/PIM engine ``sieve._dram``.
+
+All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
+switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
+access in a cycle loop raises instead of silently corrupting results; experiments use the
+default optimised build.
+"""
+
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("SIEVE_CYTHON_DEBUG", "0") not in ("", "0", "false", "False")
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": False,
+    "initializedcheck": DEBUG,
+    "nonecheck": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+}
+
+compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+ext = Extension(
+    "sieve._dram",
+    ["sieve/_dram.pyx"],
+    define_macros=[("SIEVE_DEBUG_BUILD", "1" if DEBUG else "0")],
+    extra_compile_args=compile_args,
+)
+
+# force=True: the directives above are not part of Cython's dependency tracking, so a switch
+# between debug and optimised builds must regenerate the C file.
+setup(ext_modules=cythonize([ext], compiler_directives=directives, force=True))

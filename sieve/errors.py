@@ -1,0 +1,68 @@
+"""Exceptions raised by sieve.
+
+Every error a user can cause (unknown preset, malformed file, impossible timing, negative size)
+is a :class:`SieveError`.  Messages name the component first and list the valid choices, e.g.
+``"DRAM spec 'hbm3x': unknown preset (known: hbm2-2000, hbm3-6400, ...)"``.  The CLI turns a
+``SieveError`` into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+__all__ = [
+    "SieveError",
+    "ConfigError",
+    "TimingViolation",
+    "TraceFormatError",
+    "NotBuiltError",
+    "lookup",
+]
+
+
+class SieveError(Exception):
+    """Base class of every user-facing sieve error."""
+
+
+class ConfigError(SieveError, ValueError):
+    """A preset name, override or parameter value is invalid."""
+
+
+class TimingViolation(SieveError, RuntimeError):
+    """A DRAM/PIM command was issued before its earliest legal cycle, or in a wrong bank state."""
+
+
+class TraceFormatError(SieveError, ValueError):
+    """A trace or data file is malformed; the message names the file, line and field."""
+
+
+class NotBuiltError(SieveError, ImportError):
+    """The compiled engine ``sieve._dram`` is missing."""
+
+
+T = TypeVar("T")
+
+
+def choices(names: Iterable[str]) -> str:
+    """Comma-separated, sorted list of valid names for an error message."""
+    return ", ".join(sorted(names))
+
+
+def lookup(table: Mapping[str, T], name: str, what: str) -> T:
+    """Look ``name`` up in a registry dict, case-insensitively.
+
+    Args:
+        table: registry (name -> object); keys are lower-case.
+        name: the name the user gave.
+        what: the component, used in the error message ("DRAM spec", "model", ...).
+
+    Raises:
+        ConfigError: unknown name; the message lists the known names.
+    """
+    if not isinstance(name, str):
+        raise ConfigError(f"{what}: expected a name, got {name!r} (known: {choices(table)})")
+    key = name.strip().lower()
+    if key in table:
+        return table[key]
+    raise ConfigError(f"{what} {name!r}: unknown (known: {choices(table)})")
