@@ -387,6 +387,16 @@ def test_get_model_accepts_a_config_path():
     assert get_model(DATA / "gpt-oss-20b.json").name == "gpt-oss-20b"
 
 
+def test_get_model_accepts_a_checkpoint_directory(tmp_path):
+    d = tmp_path / "My-Mixtral"
+    d.mkdir()
+    (d / "config.json").write_text((DATA / "mixtral-8x7b.json").read_text())
+    m = get_model(str(d))
+    assert m.name == "My-Mixtral" and _same_model(m, MODELS["mixtral-8x7b"])
+    with pytest.raises(ConfigError, match="cannot read"):
+        get_model(str(tmp_path / "nowhere" / "config.json"))
+
+
 # ---------------------------------------------------------------------------------------------
 # load_hf_config: realistic configs, round trip, tiny hand-computed fixtures
 # ---------------------------------------------------------------------------------------------
