@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sieve.errors import ConfigError, lookup
+from sieve.errors import lookup
 
 __all__ = [
     "WeightFormat",
