@@ -232,17 +232,17 @@ def _report(out: Collector, v: LogView, spec: DramSpec, max_reports: int | None
     for k, cnt in zip(*np.unique(code, return_counts=True)):
         counts[out.kinds[k][0]] += int(cnt)
     keep = code.size if max_reports is None else min(code.size, int(max_reports))
+    index = np.where(pos[:keep] >= 0, v.order[np.maximum(pos[:keep], 0)], -1)
+    cols = [x.tolist() for x in (code[:keep], index, prev[:keep], tick[:keep], req[:keep],
+                                 a[:keep], b[:keep], c[:keep])]
+    texts: dict[tuple[int, int, int, int], str] = {}
     vs = []
-    for i in range(keep):
-        family, template = out.kinds[code[i]]
-        vs.append(Violation(
-            family=family,
-            index=int(v.order[pos[i]]) if pos[i] >= 0 else -1,
-            prev_index=int(prev[i]),
-            tick=int(tick[i]),
-            required_tick=int(req[i]),
-            constraint=template.format(a=int(a[i]), b=int(b[i]), c=int(c[i])),
-        ))
+    for k, i, p, t, r, aa, bb, cc in zip(*cols):
+        key = (k, aa, bb, cc)
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = out.kinds[k][1].format(a=aa, b=bb, c=cc)
+        vs.append(Violation(out.kinds[k][0], i, p, t, r, text))
     return CheckReport(violations=vs, n_violations=int(code.size), n_commands=v.n,
                        n_checked_pairs=out.n_checked_pairs, spec_name=spec.name,
                        family_counts=dict(counts))
