@@ -33,6 +33,7 @@ from sieve._checker_rules import (
     check_alignment,
     check_order,
 )
+from sieve._checker_ramulator import read_ramulator_cmd_trace
 from sieve._checker_rules import check_refresh as _check_refresh
 from sieve._checker_state import check_state
 from sieve._checker_timing import check_timing, constraint_family, constraint_text
@@ -47,6 +48,7 @@ __all__ = [
     "make_log",
     "constraint_family",
     "constraint_text",
+    "read_ramulator_cmd_trace",
 ]
 
 #: One record per issued command. ``tick``: engine tick of the command's first tick;

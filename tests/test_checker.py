@@ -521,3 +521,44 @@ def test_million_commands_in_seconds():
     # and one early command in the middle is found
     log["tick"][len(log) // 2 + 7] -= 1
     assert not check_log(log, spec).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec is the only source of rows; Ramulator 2.0 traces
+# ---------------------------------------------------------------------------------------------
+
+def test_new_row_in_spec_is_enforced_without_checker_code(monkeypatch):
+    from sieve import specs
+
+    extra = (specs.TimingConstraint("bankgroup", ("ACT",), ("PRE",), "nRAS + 100"),
+             specs.TimingConstraint("bank", ("PREA",), ("ACT",), "nRP + 1000"))
+    monkeypatch.setattr(specs, "DRAM_CONSTRAINTS", specs.DRAM_CONSTRAINTS + extra)
+    spec = get_spec("hbm2-2000")  # nRAS 34 CK; ACT->PRE adds 1 tick for the 2-CK ACT
+    log = make_log([(0, "ACT", 0, 0, 0, 1, 0, 1), (134, "PRE", 0, 0, 0, 1, 2)])
+    rep = check_log(log, spec)
+    assert rep.by_family() == {"tRAS": 1} and rep.violations[0].required_tick == 135
+    assert "bankgroup ACT->PRE nRAS + 100" in rep.violations[0].constraint
+    # a bank-level row never applies to PREA, whose scope is the pseudo-channel
+    log = make_log([(0, "PREA", 0, 0), (20, "ACT", 0, 0, 0, 0, 0, 1)])
+    assert check_log(log, spec).ok
+
+
+def test_read_ramulator2_trace_recorder_lines(tmp_path):
+    from sieve.checker import read_ramulator_cmd_trace
+
+    spec = get_spec("hbm2-2000")
+    lines = ["1, ACT, 0, 1, 2, 3, 100, -1", "", "15, RD, 0, 1, 2, 3, 100, 5",
+             "30, REFsb, 0, 1, 2, 0, -1, -1"]
+    path = tmp_path / "cmd.ch0"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_ramulator_cmd_trace(path, spec)
+    assert log.dtype == LOG_DTYPE and len(log) == 3
+    assert [COMMANDS[c].name for c in log["cmd"]] == ["ACT", "RD", "REFpb"]
+    assert log[1].tolist() == (15, 1, COMMAND_INDEX["RD"], 0, 1, 0, 2, 3, 100, 5)
+    rep = check_log(log, spec)
+    # ACT->RD is nRCDRD 14 CK + 1 (the 2-CK ACT takes effect on its last CK) = 15 ticks
+    assert rep.by_family() == {"tRCD": 1} and rep.violations[0].required_tick == 16
+    with pytest.raises(TraceFormatError, match="line 1: unknown command 'NOP'"):
+        read_ramulator_cmd_trace(["3, NOP, 0, 0, 0, 0, -1, -1"], spec)
+    with pytest.raises(TraceFormatError, match="line 2: expected clk"):
+        read_ramulator_cmd_trace(["3, PRE, 0, 0, 0, 0, -1, -1", "4, PRE, 0"], spec)
