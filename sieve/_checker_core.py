@@ -14,7 +14,7 @@ import numpy as np
 
 from sieve.specs import BUFFER_NORMAL, COMMANDS, LEVEL_INDEX, LEVELS, DramSpec
 
-__all__ = ["LogView", "Collector", "command_buffers", "level_counts"]
+__all__ = ["Collector", "LogView", "command_buffers", "level_counts"]
 
 _SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
 

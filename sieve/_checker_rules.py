@@ -24,8 +24,14 @@ from sieve.specs import (
     DramSpec,
 )
 
-__all__ = ["address_validity", "check_address", "check_order", "check_alignment",
-           "check_refresh", "REFRESH_POSTPONE_LIMIT"]
+__all__ = [
+    "REFRESH_POSTPONE_LIMIT",
+    "address_validity",
+    "check_address",
+    "check_alignment",
+    "check_order",
+    "check_refresh",
+]
 
 #: A refresh may be postponed up to 8 times (JEDEC), so the gap between consecutive refreshes
 #: of a pseudo-channel (or of a bank, per-bank mode) may be at most 9 x nREFI.

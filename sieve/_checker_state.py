@@ -69,6 +69,14 @@ class _Setters:
         return np.where(has, self.pos[rc], -1), np.where(has, self.value[rc], -1)
 
 
+def _state_of_banks(bank_set: _Setters, pc_set: _Setters, banks, pcs, pos):
+    """(open row or -1, setter position or -1) of each bank buffer just before ``pos``."""
+    bp, bv = bank_set.last(banks, pos)
+    pp, pv = pc_set.last(pcs, pos)
+    use_bank = bp > pp
+    return np.where(use_bank, bv, pv), np.where(use_bank, bp, pp)
+
+
 def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     """Replay row-buffer state per bank and buffer; add "state" violations to ``out``."""
     n = v.n
@@ -100,18 +108,12 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         # bank setters keyed by their PC, for "did any bank change since the PC-wide setter"
         bset_pc = np.sort(pc_id[bset] * stride + pos_all[bset])
 
-        def state_of_banks(banks, pcs, pos):
-            bp, bv = bank_set.last(banks, pos)
-            pp, pv = pc_set.last(pcs, pos)
-            use_bank = bp > pp
-            return np.where(use_bank, bv, pv), np.where(use_bank, bp, pp)
-
         # ---- bank-scope checks: OPEN (closed), column access (row open), REFpb (closed) ----
         bchk = bank_scope & (((kind == KIND_OPEN) | (kind == KIND_READ) | (kind == KIND_WRITE)
                               | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)) & in_buf
                              | (kind == KIND_REFRESH))
         p = pos_all[bchk]
-        st, setter = state_of_banks(bank_id[p], pc_id[p], p)
+        st, setter = _state_of_banks(bank_set, pc_set, bank_id[p], pc_id[p], p)
         k = kind[p]
         need_open = (k != KIND_OPEN) & (k != KIND_REFRESH)
         bad = np.where(need_open, st != v.row[p], st != -1)
@@ -136,7 +138,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         if slow.size:
             ps = np.repeat(p[slow], bpp)
             banks = np.repeat(pcs[slow] * bpp, bpp) + np.tile(np.arange(bpp), slow.size)
-            st, setter = state_of_banks(banks, np.repeat(pcs[slow], bpp), ps)
+            st, setter = _state_of_banks(bank_set, pc_set, banks, np.repeat(pcs[slow], bpp), ps)
             wrong = (st != np.repeat(want[slow], bpp)).reshape(slow.size, bpp)
             anyw = wrong.any(axis=1)
             first = wrong.argmax(axis=1)

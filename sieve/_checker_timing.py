@@ -21,7 +21,7 @@ import numpy as np
 from sieve._checker_core import Collector, LogView
 from sieve.specs import COMMANDS, LEVEL_INDEX, LEVELS, DramSpec, DramTiming, ResolvedConstraint
 
-__all__ = ["constraint_family", "constraint_text", "check_timing"]
+__all__ = ["check_timing", "constraint_family", "constraint_text"]
 
 _SCOPE = [LEVEL_INDEX[c.scope] for c in COMMANDS]
 #: Latency terms that only shift a constraint (command-to-data latencies, burst length); the

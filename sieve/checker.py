@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sieve._checker_core import Collector, LogView, level_counts
+from sieve._checker_ramulator import read_ramulator_cmd_trace
 from sieve._checker_rules import (
     address_validity,
     check_address,
     check_alignment,
     check_order,
 )
-from sieve._checker_ramulator import read_ramulator_cmd_trace
 from sieve._checker_rules import check_refresh as _check_refresh
 from sieve._checker_state import check_state
 from sieve._checker_timing import check_timing, constraint_family, constraint_text
@@ -42,12 +42,12 @@ from sieve.specs import COMMAND_INDEX, COMMANDS, DramSpec, get_spec
 
 __all__ = [
     "LOG_DTYPE",
-    "Violation",
     "CheckReport",
+    "Violation",
     "check_log",
-    "make_log",
     "constraint_family",
     "constraint_text",
+    "make_log",
     "read_ramulator_cmd_trace",
 ]
 

@@ -211,7 +211,7 @@ def kind_needs_open(name: str) -> bool:
 # ---- legal-log generators ------------------------------------------------------------------
 def prepare(b: Builder, name: str, addr, row: int, floor=None) -> None:
     """Append the state-fixing commands that make ``name`` at ``addr`` legal now."""
-    spec, m = b.spec, b.model
+    m = b.model
     c = COMMANDS[COMMAND_INDEX[name]]
     pc = tuple(addr[:2])
     dual = m.dual

@@ -62,7 +62,7 @@ def _row_cases():
             seen.add(key)
             rid = (f"{name}-{LEVELS[r.level]}-{COMMANDS[r.preceding].name}-"
                    f"{COMMANDS[r.following].name}-{r.source.replace(' ', '')}"
-                   f"{'-w%d' % r.window if r.window > 1 else ''}{'-sib' if r.sibling else ''}")
+                   f"{f'-w{r.window}' if r.window > 1 else ''}{'-sib' if r.sibling else ''}")
             cases.append(pytest.param(name, i, id=rid))
     return cases
 
@@ -277,7 +277,7 @@ def test_read_to_closed_bank_and_wrong_row():
 
 def test_act_to_open_bank_and_refab_with_open_bank():
     spec = get_spec("hbm2-2000")
-    st, rep = _state_only(make_log([(0, "ACT", 0, 0, 0, 0, 0, 3), (100, "ACT", 0, 0, 0, 0, 0, 4),
+    st, _ = _state_only(make_log([(0, "ACT", 0, 0, 0, 0, 0, 3), (100, "ACT", 0, 0, 0, 0, 0, 4),
                                     (1000, "REFab", 0, 0)]), spec)
     assert [v.index for v in st] == [1, 2]
     assert "REFab needs every bank closed" in st[1].constraint
@@ -357,7 +357,7 @@ def test_address_out_of_range(field, value):
     log[1][field] = value
     rep = check_log(log, spec)
     assert rep.by_family().get("address") == 1
-    v = [v for v in rep.violations if v.family == "address"][0]
+    v = next(v for v in rep.violations if v.family == "address")
     assert v.index == 1 and f"{field}={value}" in v.constraint
 
 
