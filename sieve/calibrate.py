@@ -242,3 +242,38 @@ def summary(errors_pct) -> tuple[float, float, int]:
         return (float("nan"), float("nan"), 0)
     return float(np.median(e)), float(e.max()), int(e.size)
 
+
+
+def validation_records(which: str) -> list[dict]:
+    """Tidy per-row records for docs: ``which`` in {"gpu", "comm"}.
+
+    Each record: family, label, role, measured_us, model_us, error_pct, and for GPU rows the
+    seed's cheap estimate (``estimate_us``, ``estimate_error_pct``; :mod:`sieve.estimates`).
+    """
+    from sieve import estimates
+
+    if which not in ("gpu", "comm"):
+        raise ValueError(f"validation_records: which must be 'gpu' or 'comm', not {which!r}")
+    rows = gemm_rows() + moe_rows() if which == "gpu" else nccl_rows() + deepep_rows()
+    out = []
+    for r in rows:
+        model = predict(r)
+        rec = {"family": r.family, "label": r.label, "role": r.role,
+               "measured_us": r.measured_s * 1e6, "model_us": model * 1e6,
+               "error_pct": (model / r.measured_s - 1) * 100}
+        p = r.params
+        if p["kind"] == "gemm":
+            d = get_dtype(p["dtype"])
+            nbytes = p["n"] * p["k"] * d.weight_bytes + p["m"] * p["k"] * d.act_bytes \
+                + 2 * p["m"] * p["n"]
+            est = max(estimates.t_offchip_s(nbytes),
+                      estimates.t_comp_s(2 * p["m"] * p["n"] * p["k"], p["dtype"]))
+        elif p["kind"] == "moe":
+            est = estimates.t_gpu_experts_s(p["counts"], p["hidden"], p["inter"], p["dtype"])
+        else:
+            est = None
+        if est is not None:
+            rec["estimate_us"] = est * 1e6
+            rec["estimate_error_pct"] = (est / r.measured_s - 1) * 100
+        out.append(rec)
+    return out

@@ -173,3 +173,26 @@ def test_csv_files_cite_their_source():
         head = resources.files("sieve").joinpath("data", f"{name}.csv").read_text()
         assert "hardware.md" in head and "aiconfigurator" in head
         assert list(csv.reader([next(ln for ln in head.splitlines() if not ln.startswith("#"))]))
+
+
+# ---- CLI ----------------------------------------------------------------------------------------
+
+def test_cli_lists_and_shows_hardware(capsys):
+    from sieve.cli import main
+
+    assert main(["hardware"]) == 0
+    out = capsys.readouterr().out
+    assert "b200" in out and "16xb200" in out and "ib-ndr400" in out
+    assert main(["hardware", "b200"]) == 0
+    out = capsys.readouterr().out
+    assert "2250 TFLOPS" in out and "hardware.md §0, src A" in out and "eta_bw" in out
+    assert main(["hardware", "16xb200"]) == 0
+    assert "2 node(s)" in capsys.readouterr().out
+
+
+def test_cli_unknown_hardware_is_one_line_and_exit_2(capsys):
+    from sieve.cli import main
+
+    assert main(["hardware", "a100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "GPUs: b200, h100, h200" in err and "systems:" in err
