@@ -182,3 +182,25 @@ def test_comm_hold_out_errors_stay_within_the_published_bounds():
     assert n_hold[2] == 21 and d_hold[2] == 24
     assert d_hold[0] < 5 and d_hold[1] < 10  # docs/validation.md
     assert n_hold[0] < 15 and n_hold[1] < 45
+
+
+def test_docs_validation_sections_are_current():
+    """docs/validation.md's generated sections equal a fresh run of the generator."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = root / "docs" / "validation.md"
+    if not doc.exists():
+        pytest.skip("docs/validation.md absent")
+    spec = importlib.util.spec_from_file_location(
+        "validate_costmodels", root / "benchmarks" / "validate_costmodels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = doc.read_text()
+    for name, fresh in (("gpu", mod.gpu_section()), ("comm", mod.comm_section())):
+        m = re.search(rf"<!-- costmodels:{name}:begin.*?<!-- costmodels:{name}:end -->", text,
+                      re.S)
+        assert m, f"section {name} missing from docs/validation.md"
+        assert m.group(0) == fresh, f"docs/validation.md section {name} is stale: run {mod.CMD}"
