@@ -176,7 +176,8 @@ def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: S
     t = op.alpha_us * 1e-6 + intra_bytes / (op.eta * system.intra_link.bw_bytes_per_s)
     if inter_bytes > 0:
         ib = system.inter_link
-        t = max(t, (op.alpha_us + ib.latency_us) * 1e-6 + inter_bytes / (op.eta * ib.bw_bytes_per_s))
+        t_ib = (op.alpha_us + ib.latency_us) * 1e-6 + inter_bytes / (op.eta * ib.bw_bytes_per_s)
+        t = max(t, t_ib)
     return t
 
 

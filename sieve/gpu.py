@@ -208,7 +208,7 @@ def kernel_time_s(bytes_moved: float, compute_s: float, *, gpu: str | GpuSpec = 
     return t0_s + _combine(b / (cal.eta_bw * g.hbm_bw_bytes_per_s), c, cal.overlap_p)
 
 
-def _resolve(gpu, calib, dtype, what):
+def _resolve(gpu, calib, dtype):
     g = get_gpu(gpu)
     cal = get_calibration(calib or g)
     d = get_dtype(dtype)
@@ -226,7 +226,7 @@ def gemm_time_s(m: int, n: int, k: int, dtype: str = "bf16", *, gpu: str | GpuSp
     Raises:
         ConfigError: negative/non-numeric sizes, unknown dtype or GPU.
     """
-    g, cal, d = _resolve(gpu, calib, dtype, "GEMM")
+    g, cal, d = _resolve(gpu, calib, dtype)
     m, n, k = (_check_size("GEMM", nm, v) for nm, v in (("m", m), ("n", n), ("k", k)))
     if m == 0 or n == 0 or k == 0:
         return 0.0
@@ -286,7 +286,7 @@ def grouped_gemm_time_s(tokens_per_expert, hidden: int, intermediate: int,
         dtype: weight/activation dtype name.
         gated: SwiGLU-style ``[H -> 2I]`` up-projection (False: ``[H -> I]``).
     """
-    g, cal, d = _resolve(gpu, calib, dtype, "grouped GEMM")
+    g, cal, d = _resolve(gpu, calib, dtype)
     counts = _counts("grouped GEMM", tokens_per_expert)
     h = int(_check_size("grouped GEMM", "hidden", hidden))
     i = int(_check_size("grouped GEMM", "intermediate", intermediate))
@@ -325,7 +325,7 @@ def attention_decode_time_s(context_lens, n_q_heads: int, n_kv_heads: int, head_
     cores. ⚠ Not validated: hardware.md has no measured attention rows; it reuses the GEMM
     calibration (one kernel launch ``t0_gemm``).
     """
-    g, cal, d = _resolve(gpu, calib, kv_dtype, "decode attention")
+    g, cal, d = _resolve(gpu, calib, kv_dtype)
     ctx = _counts("decode attention", context_lens)
     hq, hkv, hd = (int(_check_size("decode attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))
@@ -352,7 +352,7 @@ def attention_prefill_time_s(seq_lens, n_q_heads: int, n_kv_heads: int, head_dim
     once. FLOP-bound for long S. ⚠ Not validated against measurements (none in hardware.md);
     uses the GEMM ``eta_c``.
     """
-    g, cal, d = _resolve(gpu, calib, dtype, "prefill attention")
+    g, cal, d = _resolve(gpu, calib, dtype)
     s = _counts("prefill attention", seq_lens)
     hq, hkv, hd = (int(_check_size("prefill attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))

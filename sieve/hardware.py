@@ -88,8 +88,8 @@ def _override(obj: Any, what: str, values: Mapping[str, Any] | None, kw: dict[st
 
 
 def _positive(what: str, name: str, value: float, allow_zero: bool = False) -> None:
-    ok = value >= 0 if allow_zero else value > 0
-    if not isinstance(value, (int, float)) or not ok:
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not numeric or not (value >= 0 if allow_zero else value > 0) or value == float("inf"):
         raise ConfigError(f"{what}: {name} must be {'>= 0' if allow_zero else '> 0'}, "
                           f"got {value!r}")
 
@@ -163,7 +163,8 @@ class GpuSpec:
         _positive(what, "fp4_tflops", self.fp4_tflops, allow_zero=True)
         _positive(what, "nvlink_latency_us", self.nvlink_latency_us, allow_zero=True)
         for n in ("sms", "hbm_stacks", "nvlink_gen", "nvlink_links"):
-            if not isinstance(getattr(self, n), int) or getattr(self, n) <= 0:
+            v = getattr(self, n)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"{what}: {n} must be a positive integer, "
                                   f"got {getattr(self, n)!r}")
         if self.hbm_bw_achievable_gbs > self.hbm_bw_gbs:
@@ -171,6 +172,10 @@ class GpuSpec:
                               f"exceeds hbm_bw_gbs ({self.hbm_bw_gbs})")
         if self.hbm_usable_bytes > self.hbm_physical_bytes:
             raise ConfigError(f"{what}: hbm_usable_bytes exceeds hbm_physical_bytes")
+        if not self.memory_spec.lower().endswith((".json", ".toml")):
+            from sieve import specs
+
+            lookup(specs.PRESETS, self.memory_spec, f"{what}: memory_spec")
         return self
 
     def describe(self) -> list[tuple[str, str, str]]:

@@ -77,6 +77,10 @@ def test_gpu_override_and_unknown_key():
         hw.get_gpu("b200").override(sms=-1)
     with pytest.raises(ConfigError, match="hbm_bw_gbs must be > 0"):
         hw.get_gpu("b200").override(hbm_bw_gbs=-5.0)
+    with pytest.raises(ConfigError, match="hbm_bw_gbs must be > 0, got 'fast'"):
+        hw.get_gpu("b200").override(hbm_bw_gbs="fast")
+    with pytest.raises(ConfigError, match=r"memory_spec 'hbm9': unknown \(known: attacc-hbm3-pim"):
+        hw.get_gpu("b200").override(memory_spec="hbm9")
 
 
 def test_system_presets_and_topology():
@@ -125,7 +129,8 @@ def test_moe_table_transcription_matches_hardware_md():
     ref = [tuple(map(int, c[1].split("/"))) + (c[2], int(c[3]), int(c[4]), float(c[7]))
            for c in md]
     ours = [(int(r["hidden"]), int(r["inter"]), int(r["experts"]), int(r["topk"]), r["dtype"],
-             int(r["ep"]), int(r["tokens"]), float(r["t_us"])) for r in load_rows("b200_moe_measured")]
+             int(r["ep"]), int(r["tokens"]), float(r["t_us"]))
+            for r in load_rows("b200_moe_measured")]
     assert ours == ref and len(ours) == 23
 
 
