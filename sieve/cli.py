@@ -38,6 +38,65 @@ def _cmd_specs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_hardware(args: argparse.Namespace) -> int:
+    from sieve import comm, gpu, hardware
+
+    if args.name is None:
+        for title, table, default in (("GPUs", hardware.GPUS, hardware.DEFAULT_GPU),
+                                      ("systems", hardware.SYSTEMS, hardware.DEFAULT_SYSTEM),
+                                      ("links", hardware.LINKS, hardware.DEFAULT_INTER_LINK)):
+            print(f"{title}:")
+            width = max(len(n) for n in table)
+            for name, obj in table.items():
+                mark = "*" if name == default else " "
+                desc = getattr(obj, "description", None) or (
+                    f"{obj.n_gpus} x {obj.gpu.name}, {obj.gpus_per_node} per node, "
+                    f"{obj.n_nodes} node(s), inter-node {obj.inter_link.name}")
+                print(f"  {mark} {name:<{width}}  {desc}")
+        print("(* = default; `sieve hardware NAME` shows every value with its unit and source)")
+        return 0
+    key = args.name.strip().lower()
+    if key in hardware.SYSTEMS:
+        s = hardware.SYSTEMS[key]
+        print(f"system {s.name}: {s.n_gpus} x {s.gpu.name}, {s.gpus_per_node} GPUs per NVSwitch "
+              f"node, {s.n_nodes} node(s)")
+        for tier, link in (("intra-node", s.intra_link), ("inter-node", s.inter_link)):
+            print(f"  {tier}: {link.name}, {link.bw_gbs:g} GB/s per GPU per direction, "
+                  f"{link.latency_us:g} us hop latency")
+        return 0
+    if key in hardware.LINKS:
+        link = hardware.LINKS[key]
+        print(f"{link.name}: {link.description}")
+        print(f"  bw_gbs      {link.bw_gbs:g} GB/s per GPU per direction  "
+              f"{link.sources.get('bw_gbs', '')}")
+        print(f"  latency_us  {link.latency_us:g} us  {link.sources.get('latency_us', '')}")
+        return 0
+    if key not in hardware.GPUS:
+        from sieve.errors import ConfigError, choices
+
+        raise ConfigError(f"hardware {args.name!r}: unknown (GPUs: {choices(hardware.GPUS)}; "
+                          f"systems: {choices(hardware.SYSTEMS)}; links: "
+                          f"{choices(hardware.LINKS)})")
+    g = hardware.get_gpu(key)
+    rows = g.describe()
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    for name, value, src in rows:
+        print(f"{name:<{w0}}  {value:<{w1}}  {src}")
+    cal, ccal = gpu.get_calibration(g), comm.get_comm_calibration(g.name)
+    print(f"\nGPU model calibration ({cal.source}):")
+    print(f"  eta_bw {cal.eta_bw:.4f}, eta_c bf16/fp8/fp4 {cal.eta_c_bf16:.4f}/"
+          f"{cal.eta_c_fp8:.4f}/{cal.eta_c_fp4:.4f}, overlap p {cal.overlap_p:g}")
+    print(f"  t0_gemm bf16/fp8/fp4 {cal.t0_gemm_bf16_s * 1e6:.2f}/{cal.t0_gemm_fp8_s * 1e6:.2f}/"
+          f"{cal.t0_gemm_fp4_s * 1e6:.2f} us, t0_moe {cal.t0_moe_bf16_s * 1e6:.2f}/"
+          f"{cal.t0_moe_fp8_s * 1e6:.2f}/{cal.t0_moe_fp4_s * 1e6:.2f} us")
+    print(f"interconnect calibration ({ccal.source}):")
+    for op in ("all_gather", "all_to_all", "all_reduce", "ep_dispatch", "ep_combine"):
+        ab = ccal.op(op)
+        print(f"  {op:<12} alpha {ab.alpha_us:6.2f} us  eta {ab.eta:.4f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sieve",
@@ -49,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("specs", help="list DRAM/PIM presets, or show one with units")
     p.add_argument("name", nargs="?", help="preset name or .json/.toml spec file")
     p.set_defaults(func=_cmd_specs)
+
+    p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
+    p.add_argument("name", nargs="?", help="GPU, system or link preset name")
+    p.set_defaults(func=_cmd_hardware)
     return parser
 
 
