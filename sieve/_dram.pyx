@@ -77,7 +77,8 @@ cdef enum:
     P_READY = 9      # earliest start of the current kernel
     P_NREF = 10      # next REFab due tick
     P_REF = 11       # refresh sequence: 0 none, 1 PREAB next, 2 REFab next
-    P_NFIELDS = 12
+    P_LSEQ = 12      # engine issue count at the PC's previous command (bus arbitration)
+    P_NFIELDS = 13
 
 cdef enum:
     PH_GW = 0
@@ -223,11 +224,14 @@ cdef class Engine:
     # ---------------------------------------------------------------------------------------
     # Single-command API (probe / strict issue); addresses are (ch, pc, sid, bg, bank)
     # ---------------------------------------------------------------------------------------
-    def earliest(self, int cmd, int ch, int pc, int sid, int bg, int ba):
-        """Earliest legal tick of `cmd` at this address by timing alone (aligned)."""
+    def earliest(self, int cmd, int ch, int pc, int sid, int bg, int ba, bint aligned=True):
+        """Earliest legal tick of `cmd` at this address by timing alone (rising edge for
+        column commands unless aligned=False)."""
         cdef int nodes[5]
         self._nodes(ch, pc, sid, bg, ba, nodes)
-        return self._align(cmd, self._earliest(cmd, nodes))
+        if aligned:
+            return self._align(cmd, self._earliest(cmd, nodes))
+        return self._earliest(cmd, nodes)
 
     def state_check(self, int cmd, int ch, int pc, int sid, int bg, int ba, int row):
         """0 if the bank state allows `cmd`, else an E_* status code."""

@@ -15,7 +15,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     (rows stay open across GWRITEs, vectors and kernels while they are reused). Each PC
     issues its next command at the earliest legal tick and never before its previous
     command; the PCs of a channel share its command buses, so the channel issues the
-    earliest command of its PCs (lower PC first on ties). Channels are independent.
+    earliest command of its PCs (on a tie the PC served least recently). Channels are independent.
     Refresh is always on: when a PC's REFab is due before its next command, PIM work
     yields (PREAB if a row is open, REFab) and the needed row is re-activated after it.
 
@@ -74,7 +74,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
                             cmd = C_PREAB if st[q, P_REF] == 1 else C_REFAB
                             e = _max(eng._earliest(cmd, nodes), st[q, P_LAST])
                     e = eng._align(cmd, e)
-                    if e < best_e:
+                    # earliest command first; on a tie the command bus goes to the PC that
+                    # was served least recently (round robin)
+                    if e < best_e or (e == best_e and
+                                      st[q, P_LSEQ] < st[c * n_pc_ch + best_pl, P_LSEQ]):
                         best_e = e
                         best_cmd = cmd
                         best_pl = pl
@@ -184,6 +187,8 @@ cdef int _pim_issue(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1
         elif cmd == C_MACAB:
             row = <int>st[q, P_OPEN]
             col = <int>(st[q, P_CNT] % eng.n_cols)
+        elif cmd == C_GWRITE or cmd == C_RDRES:
+            col = <int>(st[q, P_CNT] % eng.n_cols)  # burst index in the buffer / results
         rc = eng._issue(cmd, nodes, row, col, now)
         if cmd == C_ACTAB:
             st[q, P_OPEN] = row
@@ -199,6 +204,7 @@ cdef int _pim_issue(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1
                 if done_t > pc_finish[q]:
                     pc_finish[q] = done_t
     st[q, P_LAST] = now
+    st[q, P_LSEQ] = eng.seq
     return rc
 
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sieve.checker import LOG_DTYPE
 from sieve.errors import ConfigError, NotBuiltError, TimingViolation
 from sieve.mapping import AddressMapper
 from sieve.memtrace import RequestTrace
@@ -56,11 +57,6 @@ DEBUG_BUILD: bool = bool(_dram.DEBUG_BUILD)
 _ENGINE_ORDER = ("ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REFab", "REFpb", "ACTAB",
                  "MACAB", "PREAB", "GWRITE", "RDRES")
 assert tuple(c.name for c in COMMANDS) == _ENGINE_ORDER, "specs.COMMANDS and _dram.pxd disagree"
-
-#: dtype of command logs (consumed by sieve.checker).
-LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int16),
-                      ("ch", np.int32), ("pc", np.int32), ("sid", np.int32), ("bg", np.int32),
-                      ("bank", np.int32), ("row", np.int32), ("col", np.int32)])
 
 #: Engine status codes (E_* in _dram.pxd) -> explanation.
 STATUS_MESSAGES = {
@@ -112,6 +108,7 @@ class DramDevice:
             raise ConfigError(f"DramDevice: channels must be >= 1, got {channels}")
         self._engine = _dram.Engine(self.spec.to_arrays(), self.channels, bool(log))
         self.tick_ns = self.spec.tick_ns
+        self._last_tick = [0] * self.channels  # issue order must follow time, per channel
 
     # ---- addressing ----------------------------------------------------------------------
     def _cmd(self, cmd: str | int) -> int:
@@ -149,13 +146,15 @@ class DramDevice:
         return Address(*addr)
 
     # ---- single commands -----------------------------------------------------------------
-    def earliest(self, cmd: str | int, addr: Address | Iterable[int] | None = None) -> int:
-        """Earliest tick at which ``cmd`` is legal at ``addr`` by timing (rising edge for
-        column commands). Bank state is not considered; see :meth:`state_ok`."""
+    def earliest(self, cmd: str | int, addr: Address | Iterable[int] | None = None, *,
+                 aligned: bool = True) -> int:
+        """Earliest tick at which ``cmd`` is legal at ``addr`` by timing. Column commands are
+        moved to the next rising clock edge unless ``aligned=False`` (the raw bound of the
+        timing rows). Bank state is not considered; see :meth:`state_ok`."""
         c = self._cmd(cmd)
         a = self._addr(addr)
         self._check_addr(c, a)
-        return int(self._engine.earliest(c, a.ch, a.pc, a.sid, a.bg, a.bank))
+        return int(self._engine.earliest(c, a.ch, a.pc, a.sid, a.bg, a.bank, aligned))
 
     def state_ok(self, cmd: str | int, addr: Address | Iterable[int] | None = None) -> bool:
         """Whether the bank state allows ``cmd`` (right row open, bank closed for ACT, ...)."""
@@ -176,8 +175,15 @@ class DramDevice:
         c = self._cmd(cmd)
         a = self._addr(addr)
         self._check_addr(c, a)
+        if clk < self._last_tick[a.ch]:
+            raise TimingViolation(
+                f"{self.spec.name}: {COMMANDS[c].name} at tick {clk} is earlier than a command "
+                f"already issued on channel {a.ch} (tick {self._last_tick[a.ch]}): the engine "
+                "is driven in time order")
         rc = self._engine.issue(c, a.ch, a.pc, a.sid, a.bg, a.bank, a.row, a.col, int(clk))
-        if rc:
+        if rc == 0:
+            self._last_tick[a.ch] = int(clk)
+        else:
             earliest = self._engine.earliest(c, a.ch, a.pc, a.sid, a.bg, a.bank)
             raise TimingViolation(
                 f"{self.spec.name}: {COMMANDS[c].name} at tick {clk} to {a}: "
@@ -190,10 +196,12 @@ class DramDevice:
         c = self._cmd(cmd)
         a = self._addr(addr)
         self._engine.issue(c, a.ch, a.pc, a.sid, a.bg, a.bank, a.row, a.col, int(clk), True)
+        self._last_tick[a.ch] = max(self._last_tick[a.ch], int(clk))
 
     # ---- state and results -----------------------------------------------------------------
     def reset(self) -> None:
         self._engine.reset()
+        self._last_tick = [0] * self.channels
 
     def log(self) -> np.ndarray:
         """The command log (LOG_DTYPE) in issue order; empty unless created with log=True."""
