@@ -74,13 +74,15 @@ cdef struct ConsRow:
 cdef struct BankSt:
     # per-bank scheduling state of the request front end (one cache line)
     int64_t base[5]       # offsets in `ready` of the bank's nodes at levels 0..4
-    int64_t eb            # cached earliest tick of `cmd` below the channel level
-    int64_t ep            # PC epoch at which `eb` was computed (-1 = stale)
+    int32_t node[5]       # the bank's node index at levels 0..4
+    int64_t ae            # cached earliest tick of `cmd` below the channel level, edge-aligned
+    int64_t ep            # PC epoch at which `ae` was computed (-1 = stale)
     int32_t cmd           # candidate command for the bank, -1 = none
     int32_t req           # request the candidate serves
     int32_t pcq           # global pseudo-channel index
     int8_t valid          # candidate (cmd, req) is current
     int8_t hit            # candidate is a row hit (column command)
+    int8_t grp            # candidate group: 0 ACT, 1 PRE, 2 column command
 
 cdef struct LogRec:
     int64_t tick          # issue tick (first tick of the command)
@@ -126,6 +128,7 @@ cdef class Engine:
 
     # ---- constraint table, CSR keyed by (level * n_cmd + preceding command) ----
     cdef int32_t[::1] cons_ptr
+    cdef int32_t[::1] cons_nplain       # leading rows of each group with window 1, no sibling
     cdef int32_t[::1] cons_next         # following command
     cdef int64_t[::1] cons_lat          # latency, ticks
     cdef int32_t[::1] cons_win          # window (1 = most recent issue)

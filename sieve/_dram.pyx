@@ -28,7 +28,7 @@ cdef extern from *:
        accesses are checked by Cython's boundscheck). */
     #if SIEVE_DEBUG_BUILD
     #define SIEVE_CHECK_INDEX(i, n) do { if ((i) < 0 || (i) >= (n)) { \
-        fprintf(stderr, "sieve._dram: index %lld out of range [0, %lld) (%s:%d)\n", \
+        fprintf(stderr, "sieve._dram: index %lld out of range [0, %lld) (%s:%d)\\n", \
                 (long long)(i), (long long)(n), __FILE__, __LINE__); abort(); } } while (0)
     #else
     #define SIEVE_CHECK_INDEX(i, n) ((void)0)
@@ -137,6 +137,7 @@ cdef class Engine:
         self.cmd_amask = np.asarray(self.cmd_align, dtype=np.int64) - 1
         self.cmd_enabled = np.ascontiguousarray(arrays["cmd_enabled"], dtype=np.int32)
         self.cons_ptr = np.ascontiguousarray(arrays["cons_ptr"], dtype=np.int32)
+        self.cons_nplain = np.ascontiguousarray(arrays["cons_nplain"], dtype=np.int32)
         # an empty table still needs a valid buffer
         self.cons_next = np.ascontiguousarray(np.append(arrays["cons_next"], 0), dtype=np.int32)
         self.cons_lat = np.ascontiguousarray(np.append(arrays["cons_lat"], 0), dtype=np.int64)
@@ -404,10 +405,21 @@ cdef class Engine:
                 for i in range(W - 1, 0, -1):
                     self.hist[h + i] = self.hist[h + i - 1]
                 self.hist[h] = clk
-            k_end = self.cons_ptr[key + 1]
-            for k in range(self.cons_ptr[key], k_end):
+            k = self.cons_ptr[key]
+            k_end = k + self.cons_nplain[key]
+            # plain rows: ready = max(ready, clk + lat), no branches
+            while k < k_end:
                 SIEVE_CHECK_INDEX(k, self.n_rows_total)
                 row_p = &self.rows[k]
+                idx = base + node * self.n_cmd + row_p.nxt
+                SIEVE_CHECK_INDEX(idx, nready)
+                R[idx] = _max(R[idx], clk + row_p.lat)
+                k += 1
+            k_end = self.cons_ptr[key + 1]
+            while k < k_end:
+                SIEVE_CHECK_INDEX(k, self.n_rows_total)
+                row_p = &self.rows[k]
+                k += 1
                 if row_p.sib:
                     first = (node // self.cnt[l]) * self.cnt[l]
                     t = clk + row_p.lat

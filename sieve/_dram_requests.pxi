@@ -4,8 +4,9 @@
 
 cdef inline tick_t _bank_tick(Engine eng, BankSt* bk, int cmd, tick_t now) noexcept nogil:
     """Earliest legal tick of a bank's candidate: cached below-channel part, channel level,
-    not before `now`, aligned to a rising edge for column commands."""
-    return eng._align(cmd, _max(_max(bk.eb, eng.ready[bk.base[0] + cmd]), now))
+    not before `now`, aligned to a rising edge for column commands (alignment is monotone,
+    so aligning the parts separately is exact)."""
+    return _max(bk.ae, eng._align(cmd, _max(eng.ready[bk.base[0] + cmd], now)))
 
 
 def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
@@ -74,7 +75,9 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
     pc_epoch_a = np.zeros(n_pcs * n_cmd, dtype=np.int64)
     ptr = np.asarray(eng.cons_ptr)
     nxt = np.asarray(eng.cons_next)
-    follows = [sorted({int(nxt[k]) for lv in range(1, N_LEVELS)
+    # (levels 1..3 only: a bank-level row changes only the issued bank, whose cache is reset
+    # directly after every issue)
+    follows = [sorted({int(nxt[k]) for lv in range(1, LV_BANK)
                        for k in range(ptr[lv * n_cmd + x], ptr[lv * n_cmd + x + 1])})
                for x in range(n_cmd)]
     fl_ptr_a = np.zeros(n_cmd + 1, dtype=np.int32)
@@ -147,7 +150,8 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
         nodes[0] = nodes[1] // eng.cnt[1]
         for l in range(N_LEVELS):
             bs[b].base[l] = eng.lvl_off[l] + <int64_t>nodes[l] * n_cmd
-        bs[b].eb = 0
+            bs[b].node[l] = nodes[l]
+        bs[b].ae = 0
         bs[b].ep = -1
         bs[b].cmd = -1
         bs[b].req = -1
@@ -290,13 +294,12 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
             cmd = ccmd[c]
             r = creq[c]
             b = cbank[c]
-            nodes[4] = <int>b
-            nodes[3] = <int>(b // eng.cnt[4])
-            nodes[2] = nodes[3] // eng.cnt[3]
-            nodes[1] = nodes[2] // eng.cnt[2]
-            nodes[0] = nodes[1] // eng.cnt[1]
+            SIEVE_CHECK_INDEX(b, NB)
+            for l in range(N_LEVELS):
+                nodes[l] = bs[b].node[l]
             q = nodes[1]
             cv[c] = 0
+            bs[b].ep = -1  # bank-level rows of this command changed this bank only
             if r < 0:
                 # refresh sequence of pseudo-channel q
                 rc = eng._issue(cmd, nodes, -1, -1, now)
@@ -402,56 +405,74 @@ cdef inline void _scan_pc(Engine eng, BankSt* bs, int64_t q, int typ, tick_t now
     cdef int64_t n_pcs = eng.n_nodes[1]
     cdef int64_t NB = eng.n_nodes[4]
     cdef int bpp = eng.banks_per_pc
-    cdef int64_t i, b, r, r2
-    cdef int cmd, bhit = -1, bcmd = -1
+    cdef int n_cmd = eng.n_cmd
+    cdef int64_t i, b, r, r2, n_act
+    cdef int cmd, g, bhit = -1, bcmd = -1
     cdef int64_t breq = -1, bbank = -1
     cdef tick_t e, bt = T_INF
     cdef int64_t* R = &eng.ready[0]
+    cdef int64_t chbase = eng.lvl_off[0] + <int64_t>(q // eng.cnt[1]) * n_cmd
+    cdef int gcmd[3]
+    cdef int64_t gep[3]
+    cdef tick_t gclamp[3]
     cdef BankSt* bk
     cdef bint better
-    cdef bint suppressed_pc = ref_pend[q] and not eng.perbank_refresh
-    if not suppressed_pc:
-        for i in range(pact_n[typ * n_pcs + q]):
-            b = pact_list[typ * NB + q * bpp + i]
-            SIEVE_CHECK_INDEX(b, NB)
-            bk = &bs[b]
-            if not bk.valid:
-                bk.valid = 1
-                bk.cmd = -1
-                bk.ep = -1
-                if not (ref_pend[q] and pend_bank[q] == b - q * bpp):
-                    r = bhead[typ * NB + b]
-                    if eng.open_row[b] == -1:
-                        bk.cmd = C_ACT
-                        bk.req = <int32_t>r
+    if ref_pend[q] and not eng.perbank_refresh:
+        n_act = 0  # the whole PC waits for its refresh
+    else:
+        n_act = pact_n[typ * n_pcs + q]
+    # per command group: the command, the PC epoch of its ready times, the channel-level clamp
+    gcmd[0] = C_ACT
+    gcmd[1] = C_PRE
+    gcmd[2] = C_WR if typ else C_RD
+    for g in range(3):
+        gep[g] = pc_epoch[q * n_cmd + gcmd[g]]
+        gclamp[g] = eng._align(gcmd[g], _max(R[chbase + gcmd[g]], now))
+    for i in range(n_act):
+        b = pact_list[typ * NB + q * bpp + i]
+        SIEVE_CHECK_INDEX(b, NB)
+        bk = &bs[b]
+        if not bk.valid:
+            bk.valid = 1
+            bk.cmd = -1
+            bk.ep = -1
+            if not (ref_pend[q] and pend_bank[q] == b - q * bpp):
+                r = bhead[typ * NB + b]
+                if eng.open_row[b] == -1:
+                    bk.cmd = C_ACT
+                    bk.grp = 0
+                    bk.req = <int32_t>r
+                else:
+                    # oldest request that hits the open row, else precharge
+                    r2 = r
+                    while r2 != -1 and r_row[r2] != eng.open_row[b]:
+                        r2 = r_next[r2]
+                    if r2 != -1:
+                        bk.cmd = gcmd[2]
+                        bk.grp = 2
+                        bk.req = <int32_t>r2
                     else:
-                        # oldest request that hits the open row, else precharge
-                        r2 = r
-                        while r2 != -1 and r_row[r2] != eng.open_row[b]:
-                            r2 = r_next[r2]
-                        if r2 != -1:
-                            bk.cmd = C_WR if typ else C_RD
-                            bk.req = <int32_t>r2
-                        else:
-                            bk.cmd = C_PRE
-                            bk.req = <int32_t>r
-                    bk.hit = 1 if (bk.cmd == C_RD or bk.cmd == C_WR) else 0
-            cmd = bk.cmd
-            if cmd < 0:
-                continue
-            if bk.ep != pc_epoch[q * eng.n_cmd + cmd]:
-                bk.eb = _max(_max(R[bk.base[1] + cmd], R[bk.base[2] + cmd]),
-                             _max(R[bk.base[3] + cmd], R[bk.base[4] + cmd]))
-                bk.ep = pc_epoch[q * eng.n_cmd + cmd]
-            e = _bank_tick(eng, bk, cmd, now)
-            better = (e < bt) | ((e == bt) & ((bk.hit > bhit) | (
-                (bk.hit == bhit) & (bk.req < breq))))
-            if better:
-                bt = e
-                bcmd = cmd
-                breq = bk.req
-                bhit = bk.hit
-                bbank = b
+                        bk.cmd = C_PRE
+                        bk.grp = 1
+                        bk.req = <int32_t>r
+                bk.hit = 1 if bk.grp == 2 else 0
+        cmd = bk.cmd
+        if cmd < 0:
+            continue
+        g = bk.grp
+        if bk.ep != gep[g]:
+            bk.ae = eng._align(cmd, _max(_max(R[bk.base[1] + cmd], R[bk.base[2] + cmd]),
+                                         _max(R[bk.base[3] + cmd], R[bk.base[4] + cmd])))
+            bk.ep = gep[g]
+        e = _max(bk.ae, gclamp[g])
+        better = (e < bt) | ((e == bt) & ((bk.hit > bhit) | (
+            (bk.hit == bhit) & (bk.req < breq))))
+        if better:
+            bt = e
+            bcmd = cmd
+            breq = bk.req
+            bhit = bk.hit
+            bbank = b
     pt[q] = bt
     pcmd[q] = bcmd
     preq[q] = <int32_t>breq

@@ -520,19 +520,29 @@ class DramSpec:
         tpc = t.ticks_per_ck
         n_cmd = len(COMMANDS)
         rows = self.resolved_constraints()
-        keyed: dict[tuple[int, int], list[ResolvedConstraint]] = {}
+        # Rows with the same (level, preceding, following, window, sibling) collapse to the
+        # largest latency (max-folding them one by one gives the same ready times). Within a
+        # (level, preceding) group the plain rows (window 1, not sibling) come first, so the
+        # engine's hot loop can fold them without branches (cons_nplain counts them).
+        merged: dict[tuple[int, int, int, int, bool], int] = {}
         for r in rows:
-            keyed.setdefault((r.level, r.preceding), []).append(r)
+            key = (r.level, r.preceding, r.following, r.window, r.sibling)
+            merged[key] = max(merged.get(key, 0), r.latency)
+        keyed: dict[tuple[int, int], list[tuple[int, int, int, bool]]] = {}
+        for (lv, p, f, w, sb), latency in merged.items():
+            keyed.setdefault((lv, p), []).append((f, latency, w, sb))
         ptr = np.zeros(len(LEVELS) * n_cmd + 1, dtype=np.int32)
+        nplain = np.zeros(len(LEVELS) * n_cmd, dtype=np.int32)
         nxt, lat, win, sib = [], [], [], []
         for lv in range(len(LEVELS)):
             for c in range(n_cmd):
-                group = keyed.get((lv, c), [])
-                for r in group:
-                    nxt.append(r.following)
-                    lat.append(r.latency)
-                    win.append(r.window)
-                    sib.append(int(r.sibling))
+                group = sorted(keyed.get((lv, c), []), key=lambda g: (g[2] > 1 or g[3], g[0]))
+                nplain[lv * n_cmd + c] = sum(1 for g in group if g[2] == 1 and not g[3])
+                for f, latency, w, sb in group:
+                    nxt.append(f)
+                    lat.append(latency)
+                    win.append(w)
+                    sib.append(int(sb))
                 ptr[lv * n_cmd + c + 1] = len(nxt)
         # History slots: (level, cmd) pairs that precede a windowed row keep their last W issues.
         hist_slot = np.full(len(LEVELS) * n_cmd, -1, dtype=np.int32)
@@ -565,6 +575,7 @@ class DramSpec:
                 [int(c.name in self.command_names()) for c in COMMANDS], dtype=np.int32
             ),
             "cons_ptr": ptr,
+            "cons_nplain": nplain,
             "cons_next": np.array(nxt, dtype=np.int32),
             "cons_lat": np.array(lat, dtype=np.int64),
             "cons_win": np.array(win, dtype=np.int32),
