@@ -59,9 +59,10 @@ cdef enum:
     K_NRES = 5       # RDRES bursts per vector
     K_BASE = 6       # first row of the kernel's weights
     K_GAP = 7        # ticks between the previous kernel's last result and this kernel's start
-    K_NFIELDS = 8
+    K_SYNC = 8       # 1: channel barrier before the kernel (see run_pim)
+    K_NFIELDS = 9
 KERNEL_FIELDS = ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
-                 "n_res", "base_row", "gap_ticks")
+                 "n_res", "base_row", "gap_ticks", "sync")
 
 # Per-PC stream state columns (run_pim)
 cdef enum:
@@ -78,13 +79,17 @@ cdef enum:
     P_NREF = 10      # next REFab due tick
     P_REF = 11       # refresh sequence: 0 none, 1 PREAB next, 2 REFab next
     P_LSEQ = 12      # engine issue count at the PC's previous command (bus arbitration)
-    P_NFIELDS = 13
+    P_NSYNC = 13     # sync kernels in the PC's stream
+    P_SYNCN = 14     # sync barriers the PC has passed
+    P_WEND = 15      # tick the PC reached its current barrier (end of its previous kernel)
+    P_NFIELDS = 16
 
 cdef enum:
     PH_GW = 0
     PH_ROW = 1
     PH_RES = 2
     PH_DONE = 3
+    PH_WAIT = 4      # at a sync barrier, waiting for the channel's other PCs
 
 
 cdef inline tick_t _max(tick_t a, tick_t b) noexcept nogil:

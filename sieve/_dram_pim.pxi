@@ -18,6 +18,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     earliest command of its PCs (on a tie the PC served least recently). Channels are independent.
     Refresh is always on: when a PC's REFab is due before its next command, PIM work
     yields (PREAB if a row is open, REFab) and the needed row is re-activated after it.
+    A kernel with the sync flag is a barrier of its channel: the n-th sync kernel of a PC
+    starts ``gap`` after the latest end of the kernels before the n-th sync kernels of all
+    the channel's PCs that have one (a GPU step that needs every PC's results); with no
+    kernel before it, that PC's end counts as tick 0.
 
     Outputs: k_start / k_end (per prog_kern slot) get the tick of the kernel's first
     command and of its last result (last RDRES + read latency); pc_busy the sum of kernel
@@ -43,8 +47,13 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
         st[q, P_PH] = PH_GW if prog_ptr[q] < prog_ptr[q + 1] else PH_DONE
         st[q, P_OPEN] = -1
         st[q, P_NREF] = eng.nREFI
+        for c in range(prog_ptr[q], prog_ptr[q + 1]):
+            st[q, P_NSYNC] += kernels[prog_kern[c], K_SYNC] != 0
         if st[q, P_PH] != PH_DONE:
             st[q, P_READY] = kernels[prog_kern[prog_ptr[q]], K_GAP]
+            if kernels[prog_kern[prog_ptr[q]], K_SYNC] != 0:
+                st[q, P_PH] = PH_WAIT
+                st[q, P_WEND] = 0
     k_start[:] = -1
     k_end[:] = -1
     with nogil:
@@ -115,6 +124,10 @@ cdef int _pim_next(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1]
     while True:
         if st[q, P_PH] == PH_DONE:
             return -1
+        if st[q, P_PH] == PH_WAIT:
+            if not _pim_release(eng, kernels, prog_kern, st, q):
+                return -1
+            continue
         kk = prog_kern[st[q, P_SLOT]]
         if st[q, P_PH] == PH_GW:
             if st[q, P_CNT] < kernels[kk, K_GW]:
@@ -156,9 +169,37 @@ cdef int _pim_next(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1]
             st[q, P_V] = 0
             if st[q, P_SLOT] >= st[q, P_END]:
                 st[q, P_PH] = PH_DONE
+            elif kernels[prog_kern[st[q, P_SLOT]], K_SYNC] != 0:
+                st[q, P_PH] = PH_WAIT
+                st[q, P_WEND] = end
             else:
                 st[q, P_PH] = PH_GW
                 st[q, P_READY] = end + kernels[prog_kern[st[q, P_SLOT]], K_GAP]
+
+cdef bint _pim_release(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1] prog_kern,
+                       int64_t[:, ::1] st, int64_t q) noexcept nogil:
+    """Release the barrier PC q waits at if every PC of its channel that takes part in it
+    (has at least that many sync kernels) has arrived; True when released.
+
+    A waiting PC issues nothing (not even a refresh that falls due: it is issued after the
+    release, inside the GPU-step gap), so a released PC's next command is kept at or after
+    the channel's latest command (in-order issue per channel)."""
+    cdef int64_t first = (q // eng.cnt[1]) * eng.cnt[1]
+    cdef int64_t p, n = st[q, P_SYNCN]
+    cdef tick_t top = 0, now = 0
+    for p in range(first, first + eng.cnt[1]):
+        now = _max(now, st[p, P_LAST])
+        if st[p, P_NSYNC] > n:
+            if st[p, P_PH] != PH_WAIT or st[p, P_SYNCN] != n:
+                return False
+            top = _max(top, st[p, P_WEND])
+    for p in range(first, first + eng.cnt[1]):
+        if st[p, P_NSYNC] > n:
+            st[p, P_PH] = PH_GW
+            st[p, P_SYNCN] += 1
+            st[p, P_READY] = top + kernels[prog_kern[st[p, P_SLOT]], K_GAP]
+            st[p, P_LAST] = _max(st[p, P_LAST], now)
+    return True
 
 cdef int _pim_issue(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1] prog_kern,
                     int64_t[:, ::1] st, int64_t q, const int* nodes, int cmd, tick_t now,

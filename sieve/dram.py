@@ -384,6 +384,11 @@ class GemvKernel:
     Attributes:
         gap_ns: idle time between the previous kernel's last result and this kernel's first
             command on the same PC (e.g. the GPU-side activation between two GEMVs).
+        sync: a barrier over the PCs of the channel: the PC's n-th sync kernel starts
+            ``gap_ns`` after the *latest* end of the kernels before the n-th sync kernels of
+            all the channel's PCs that have one (a GPU step that needs the results of every
+            PC of a GEMV). Channels are simulated independently, so a barrier spans one
+            channel; PCs of different channels that run identical lists reach it together.
     """
 
     n_vectors: int
@@ -394,6 +399,7 @@ class GemvKernel:
     n_res: int
     base_row: int = 0
     gap_ns: float = 0.0
+    sync: bool = False
 
     def __post_init__(self):
         for name in ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
@@ -405,6 +411,8 @@ class GemvKernel:
             raise ConfigError("PIM kernel: n_vectors and n_chunks must be >= 1")
         if self.gap_ns < 0:
             raise ConfigError(f"PIM kernel: gap_ns must be >= 0, got {self.gap_ns}")
+        if not isinstance(self.sync, (bool, np.bool_)):
+            raise ConfigError(f"PIM kernel: sync must be a bool, got {self.sync!r}")
 
     @property
     def macs(self) -> int:
@@ -419,7 +427,7 @@ class GemvKernel:
                 f"activated row")
         gap = int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9))
         return [self.n_vectors, self.n_chunks, self.gw_per_chunk, self.rows_per_chunk,
-                self.macs_per_row, self.n_res, self.base_row, gap]
+                self.macs_per_row, self.n_res, self.base_row, gap, int(self.sync)]
 
 
 @dataclass(frozen=True)
@@ -520,8 +528,8 @@ def run_pim(spec: DramSpec | str,
                 table.append(list(row))
             prog_kern.append(rows[row])
         prog_ptr[q + 1] = len(prog_kern)
-    kernels = np.ascontiguousarray(np.array(table or [[1, 1, 0, 0, 0, 0, 0, 0]],
-                                            dtype=np.int64).reshape(-1, 8))
+    kernels = np.ascontiguousarray(np.array(table or [[1, 1, 0, 0, 0, 0, 0, 0, 0]],
+                                            dtype=np.int64).reshape(-1, 9))
     pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
     nk = max(len(prog_kern), 1)
     k_start = np.full(nk, -1, dtype=np.int64)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -124,14 +126,14 @@ def test_same_row_is_not_reopened_between_vectors():
 
 def test_lowering_counts_and_padding():
     spec = get_spec("samsung-hbm2-pim")
-    lay = pim.gemv_layout(spec, 4096, 4096, 1)
+    lay = pim.gemv_layout(spec, 4096, 4096, 1, col_groups=1)  # row-only layout
     k = lay.kernel
     # 64 PCs x 8 PUs; 4096 x 4096 fp16 = 32 MiB streamed as 256 B per MAC per PC
     assert k.macs * 64 * 8 * 32 == lay.weight_bytes
     assert lay.padding == 0.0
     assert k.gw_per_chunk * k.n_chunks * 32 == 4096 * 2  # the whole input vector per PC
     assert k.n_res * 32 == 4096 // 64 * 2  # the PC's outputs
-    odd = pim.gemv_layout(spec, 1000, 3000, 1)
+    odd = pim.gemv_layout(spec, 1000, 3000, 1, col_groups=1)
     assert odd.padded_weight_bytes >= odd.weight_bytes and 0 < odd.padding < 0.25
 
 
@@ -146,3 +148,40 @@ def test_bad_pim_programs():
         GemvKernel(1, 1, -1, 1, 1, 1)
     with pytest.raises(ConfigError, match="out_rows"):
         pim.gemv_layout("b200-hbm3e-pim", 0, 10)
+
+
+def test_sync_kernel_is_a_channel_barrier():
+    spec = small("b200-hbm3e-pim")
+    npc = spec.org.pseudochannels
+    short = pim.gemv_kernel(spec, 256, 512, 1, n_pcs=1)
+    long = replace(short, n_vectors=6)
+    after = replace(short, gap_ns=500.0, sync=True)
+
+    def program(nxt):  # PC 0 of each channel is slow, PC 1 fast; then both run `nxt`
+        return [[long, nxt] if q % npc == 0 else [short, nxt]
+                for q in range(spec.org.total_pseudochannels)]
+
+    r = dram.run_pim(spec, program(after), log=True)
+    assert r.simulated_channels == 1  # channels are still identical
+    (s0, e0), (s1, e1) = r.kernel_times_ns(0), r.kernel_times_ns(1)
+    top = max(e0[0], e1[0])
+    for s in (s0[1], s1[1]):
+        assert top + 500.0 <= s <= top + 500.0 + 4 * spec.tCK_ns  # + command-bus arbitration
+    plain = dram.run_pim(spec, program(replace(after, sync=False)))
+    assert plain.kernel_times_ns(1)[0][1] < s1[1]  # without the barrier PC 1 runs ahead
+    full = dram.run_pim(spec, program(after), symmetric=False)
+    assert np.array_equal(full.kernel_start_ns, r.kernel_start_ns)
+    assert checker.check_log(r.log, spec).ok
+
+
+def test_sync_only_binds_pcs_that_have_that_barrier():
+    spec = small("samsung-hbm2-pim")
+    k = pim.gemv_kernel(spec, 128, 256, 3, n_pcs=1)
+    prog = [[k, replace(k, sync=True, gap_ns=100.0)] if q % 2 == 0 else [k] * 4
+            for q in range(spec.org.total_pseudochannels)]
+    r = dram.run_pim(spec, prog)
+    s0, e0 = r.kernel_times_ns(0)
+    # PC 1 has no sync kernel: PC 0 is released by its own arrival alone
+    assert e0[0] + 100.0 <= s0[1] <= e0[0] + 100.0 + 4 * spec.tCK_ns
+    with pytest.raises(ConfigError, match="sync must be a bool"):
+        GemvKernel(1, 1, 1, 1, 1, 1, sync=1)
