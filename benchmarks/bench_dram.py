@@ -77,7 +77,7 @@ def main(argv=None) -> int:
                          "speed_vs_ramulator_21": (rps / RAMULATOR_21_REQ_PER_S[pattern]
                                                    if label == "ramulator" else None)})
 
-    kernel = pim.gemv_kernel("samsung-hbm2-pim", 4096, 4096, 1)
+    kernel = pim.gemv_kernel("samsung-hbm2-pim", 4096, 4096, 1, col_groups=1)  # row-only
     for symmetric in ("auto", False):
         wall, res = best_of(lambda: dram.run_pim("samsung-hbm2-pim", [kernel],
                                                  symmetric=symmetric), args.repeat)

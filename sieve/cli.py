@@ -155,13 +155,24 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
     from sieve import dram, pim, specs
 
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
-    lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs)
+    cg = args.col_groups
+    if cg not in ("auto", "fast"):
+        try:
+            cg = int(cg)
+        except ValueError:
+            from sieve.errors import ConfigError
+
+            raise ConfigError(f"sieve gemv: --col-groups must be an integer, auto or fast; got "
+                              f"{args.col_groups!r}") from None
+    lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs,
+                          col_groups=cg)
     res = dram.run_pim(spec, [lay.kernel])
     internal = spec.pim_internal_bandwidth_gbs * lay.n_pcs / spec.org.total_pseudochannels
     roof_ns = lay.weight_bytes * args.tokens / internal
     out = {
         **res.to_dict(),
         "rows": args.rows, "cols": args.cols, "tokens": args.tokens, "pcs": lay.n_pcs,
+        "row_groups": lay.row_groups, "col_groups": lay.col_groups,
         "kernel": lay.kernel.__dict__, "padding": lay.padding,
         "roofline_ns": roof_ns, "cycle_accurate_over_roofline": res.time_ns / roof_ns,
     }
@@ -173,7 +184,10 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
         print(f"  time:          {res.time_ns:.1f} ns ({res.cycles} CK)")
         print(f"  roofline:      {roof_ns:.1f} ns (weights / internal bandwidth); "
               f"ratio {res.time_ns / roof_ns:.2f}")
-        print(f"  layout:        {lay.kernel}  (padding {100 * lay.padding:.1f} %)")
+        print(f"  layout:        {lay.row_groups} row x {lay.col_groups} column groups of PCs, "
+              f"{lay.rows_per_pc} rows x {lay.cols_per_pc} columns per PC "
+              f"(padding {100 * lay.padding:.1f} %)")
+        print(f"  kernel per PC: {lay.kernel}")
         print(f"  utilisation:   {100 * res.pc_utilization.mean():.1f} % mean per PC, "
               f"imbalance {res.imbalance:.3f}")
         print(f"  refreshes:     {res.refreshes}")
@@ -223,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=1, help="input vectors, serialized")
     p.add_argument("--pcs", type=int, default=None, help="pseudo-channels to shard over "
                    "(default all)")
+    p.add_argument("--col-groups", default="auto", metavar="N|auto|fast",
+                   help="PCs along the input columns (partial sums reduced on the GPU); auto "
+                   "(default) picks the fastest by simulation, fast by estimate, 1 = row-only")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_gemv)
 

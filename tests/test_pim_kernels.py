@@ -1,0 +1,279 @@
+"""PIM lowerings: 2-D GEMV layout, expert FFN (TP / EP), shared experts, attention, cost table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sieve import checker, dram, pim
+from sieve.errors import ConfigError
+from sieve.models import get_model
+from sieve.pim_attention import attention_slices, gdn_decode_gpu_ns, run_attention
+from sieve.pim_costs import PimCostTable
+from sieve.pim_ffn import (
+    FfnShape,
+    ffn_shape,
+    run_expert_ffn,
+    run_moe_ep,
+    run_moe_tp,
+    run_shared_experts,
+)
+from sieve.specs import get_spec
+
+B200 = "b200-hbm3e-pim"
+SHAPES = {m: ffn_shape(m) for m in ("qwen3-30b-a3b", "gpt-oss-120b", "qwen3.5-397b-a17b")}
+
+
+def small(name: str = B200):
+    """1 stack x 4 channels (8 PCs): fast full simulations and logs."""
+    return get_spec(name).override(stacks=1, channels=4)
+
+
+def internal_ns(spec, nbytes: float) -> float:
+    return nbytes / get_spec(spec).pim_internal_bandwidth_gbs
+
+
+def one_refresh_ns(spec) -> float:
+    """What one refresh can cost a kernel: tRFC plus closing and re-opening its row. Programs
+    with idle GPU steps are monotone only up to this: the engine refreshes on schedule, so a
+    little more work can move a due refresh from a busy kernel into an idle gap."""
+    t = get_spec(spec).timing
+    return (t.nRFC + t.nRP + t.nRCDRD + t.nRAS) * get_spec(spec).tCK_ns
+
+
+@pytest.mark.parametrize("rows,cols", [(5760, 2880), (1536, 2048)])
+def test_gemv_is_bounded_and_strictly_monotone_in_tokens_and_size(rows, cols):
+    spec = get_spec(B200)
+    prev = 0.0
+    for n in range(1, 17):
+        lay = pim.gemv_layout(spec, rows, cols, n)
+        t = dram.run_pim(spec, [lay.kernel]).time_ns
+        assert t >= n * internal_ns(spec, lay.weight_bytes) and t >= prev
+        prev = t
+    prev = 0.0
+    for scale in (1, 2, 3, 4, 6, 8):
+        lay = pim.gemv_layout(spec, rows * scale, cols, 2)
+        t = dram.run_pim(spec, [lay.kernel]).time_ns
+        assert t >= 2 * internal_ns(spec, lay.weight_bytes) and t >= prev
+        prev = t
+
+
+# ---- 2-D layout --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rows,cols", [(4096, 4096), (1536, 2048), (2048, 768), (5760, 2880)])
+def test_2d_layout_beats_row_only_and_is_the_best_candidate(rows, cols):
+    spec = get_spec(B200)
+    auto = pim.gemv_layout(spec, rows, cols)
+    t = {c: dram.run_pim(spec, [pim.gemv_kernel(spec, rows, cols, col_groups=c)]).time_ns
+         for c in pim.col_group_choices(spec, cols)}
+    assert t[auto.col_groups] == min(t.values())
+    assert t[auto.col_groups] < t[1]
+    assert auto.padding <= pim.gemv_layout(spec, rows, cols, col_groups=1).padding
+    assert auto.row_groups * auto.col_groups == spec.org.total_pseudochannels
+
+
+def test_2d_layout_counts():
+    spec = get_spec(B200)
+    lay = pim.gemv_layout(spec, 1536, 2048, col_groups=16)
+    k = lay.kernel
+    assert (lay.row_groups, lay.rows_per_pc, lay.cols_per_pc) == (16, 96, 128)
+    assert lay.padding == 0.0  # 96 rows = 3 per PU, 128 columns = 8 bursts
+    assert k.gw_per_chunk * k.n_chunks * 32 == 128 * 2  # only the PC's slice of x
+    assert k.n_res * 32 == 96 * 2  # partial sums of the PC's rows
+    assert lay.reduce_bytes == 256 * 96 * 2 and lay.readback_bytes == lay.reduce_bytes
+    assert k.macs * 256 * 32 * 32 == lay.padded_weight_bytes
+    # row-only: 1536 rows over 256 PCs = 6 rows for 32 PUs -> 81 % padding
+    assert pim.gemv_layout(spec, 1536, 2048, col_groups=1).padding == pytest.approx(0.8125)
+
+
+def test_layout_errors():
+    with pytest.raises(ConfigError, match="col_groups 3 is not a divisor"):
+        pim.gemv_layout(B200, 64, 64, col_groups=3)
+    with pytest.raises(ConfigError, match="auto, fast"):
+        pim.gemv_layout(B200, 64, 64, col_groups="best")
+    with pytest.raises(ConfigError, match="n_pcs"):
+        pim.gemv_layout(B200, 64, 64, n_pcs=1000)
+
+
+# ---- expert FFN ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", list(SHAPES))
+@pytest.mark.parametrize("order", ["token", "expert"])
+def test_ffn_bounds_and_monotone_in_tokens(model, order):
+    shape = SHAPES[model]
+    prev = 0.0
+    for n in range(1, 17):
+        r = run_expert_ffn(B200, shape, n, order=order)
+        assert r.time_ns >= n * internal_ns(B200, shape.weight_bytes_bf16)
+        assert r.time_ns >= prev - one_refresh_ns(B200)
+        prev = max(prev, r.time_ns)
+        assert r.imbalance < 1.01  # TP: every PC equally busy up to bus arbitration
+
+
+def test_ffn_monotone_in_size():
+    prev = 0.0
+    for inter in (256, 512, 768, 1024, 1536, 2048, 2880, 4096):
+        r = run_expert_ffn(B200, FfnShape(2048, inter), 2, order="expert")
+        assert r.time_ns >= prev - one_refresh_ns(B200)
+        prev = max(prev, r.time_ns)
+
+
+def test_ffn_orders_and_gaps():
+    shape = SHAPES["qwen3-30b-a3b"]
+    tok = run_expert_ffn(B200, shape, 4, order="token")
+    exp = run_expert_ffn(B200, shape, 4, order="expert")
+    assert tok.act_ns == pytest.approx(4 * exp.act_ns, rel=0.05)  # one GPU step per token
+    assert exp.time_ns < tok.time_ns
+    assert tok.act_ns > 4 * 2500  # the calibrated t0_gemm (2.56 us) per step
+    free = run_expert_ffn(B200, shape, 4, order="token", gpu_fixed_ns=0.0)
+    assert free.time_ns < tok.time_ns - 4 * 2000
+    # a down kernel never starts before its gate/up results plus the GPU step
+    s, e = tok.pim.kernel_times_ns(0)
+    gap = tok.act_ns / 4
+    assert np.all(s[1::2] >= e[0::2] + gap - 1.0)
+
+
+def test_tp_layer_is_balanced_and_ep_skew_is_reported():
+    spec = get_spec(B200)
+    shape = SHAPES["qwen3-30b-a3b"]
+    counts = np.zeros(128, dtype=np.int64)
+    counts[:6] = [12, 6, 3, 2, 1, 1]  # skewed: expert 0 is hot
+    tp = run_moe_tp(spec, shape, counts, order="expert")
+    assert tp.imbalance < 1.01
+    busy = tp.pim.pc_busy_ns
+    assert (busy.max() - busy.min()) / busy.max() < 0.01
+    assert tp.time_ns >= counts.sum() * internal_ns(spec, shape.weight_bytes_bf16)
+    assert np.all(np.diff(tp.expert_start_ns) > 0)  # experts run one after another
+    ep = run_moe_ep(spec, shape, counts, order="expert")
+    assert ep.pcs_per_expert == 2 and ep.pim.simulated_channels == 128
+    assert ep.imbalance > 10  # most groups are idle, group 0 does 12 tokens
+    assert ep.group_busy_ns.argmax() == 0
+    # a group's PCs hold 1/128 of the PIM: its expert streams at most that share of the peak
+    g_ns = 12 * internal_ns(spec, shape.weight_bytes_bf16) * 128
+    assert ep.time_ns >= g_ns
+
+
+def test_ep_placement_and_errors():
+    spec = get_spec(B200)
+    shape = SHAPES["gpt-oss-120b"]
+    counts = np.array([3, 0, 1, 2] * 8)
+    r = run_moe_ep(spec, shape, counts, pcs_per_expert=16, placement=np.zeros(32, dtype=int))
+    assert r.group_busy_ns[0] > 0 and np.all(r.group_busy_ns[1:] == 0)
+    assert np.all(np.diff(r.expert_start_ns) > 0)
+    with pytest.raises(ConfigError, match="pcs_per_expert must divide"):
+        run_moe_ep(spec, shape, counts, pcs_per_expert=3)
+    with pytest.raises(ConfigError, match="placement"):
+        run_moe_ep(spec, shape, counts, placement=[0] * 3)
+    with pytest.raises(ConfigError, match="order 'random' unknown"):
+        run_moe_tp(spec, shape, counts, order="random")
+    with pytest.raises(ConfigError, match="token_counts"):
+        run_moe_tp(spec, shape, [-1, 2])
+    with pytest.raises(ConfigError, match="n_tokens"):
+        run_expert_ffn(spec, shape, 0)
+
+
+def test_shared_experts_take_every_token():
+    r = run_shared_experts(B200, "qwen3.5-397b-a17b", 8, order="expert")
+    assert list(r.tokens) == [8]
+    single = run_expert_ffn(B200, ffn_shape("qwen3.5-397b-a17b", shared=True), 8,
+                            order="expert")
+    assert r.time_ns == single.time_ns
+    with pytest.raises(ConfigError, match="no shared experts"):
+        run_shared_experts(B200, "gpt-oss-120b", 8)
+
+
+# ---- cost table ------------------------------------------------------------------------------
+
+def test_memoised_table_equals_fresh_simulation():
+    table = PimCostTable(B200, order="token")
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        shape = SHAPES[list(SHAPES)[rng.integers(len(SHAPES))]]
+        n = int(rng.integers(1, 17))
+        first = table.expert_ns(shape, n)
+        again = table.expert_ns(shape, n)
+        assert first == again == table.fresh_ns(shape, n)
+    assert table.hits >= 6 and len(table) == table.misses
+    other = PimCostTable("samsung-hbm2-pim", order="expert")
+    shape = SHAPES["qwen3-30b-a3b"]
+    assert other.expert_ns(shape, 3) == other.fresh_ns(shape, 3) != table.expert_ns(shape, 3)
+
+
+# ---- attention -------------------------------------------------------------------------------
+
+def test_attention_slices_per_layer_type():
+    gpt = get_model("gpt-oss-120b")
+    full = gpt.layer_types.index("full")
+    slid = gpt.layer_types.index("sliding")
+    s = attention_slices(gpt, full, [1000, 50])
+    assert len(s) == 2 * 8 and {x.n_q for x in s} == {8} and {x.tokens for x in s} == {1000, 50}
+    assert {x.tokens for x in attention_slices(gpt, slid, [1000, 50])} == {128, 50}
+    ds = attention_slices("deepseek-v3", 0, [300])
+    assert len(ds) == 1 and (ds[0].d_k, ds[0].d_v, ds[0].n_q) == (576, 512, 128)
+    q35 = get_model("qwen3.5-397b-a17b")
+    assert attention_slices(q35, q35.layer_types.index("gdn"), [100]) == []
+
+
+@pytest.mark.parametrize("model,ltype", [("qwen3-30b-a3b", "full"), ("gpt-oss-120b", "sliding"),
+                                         ("deepseek-v3", "mla")])
+def test_attention_bounds_barrier_and_monotone(model, ltype):
+    m = get_model(model)
+    layer = m.layer_types.index(ltype)
+    prev = 0.0
+    for ctx in (64, 300, 2000):
+        lens = np.array([ctx, ctx // 2 + 1, 17])
+        r = run_attention(B200, m, layer, lens)
+        per_vec = sum(s.n_q * s.tokens * (s.d_k + s.d_v) * 2
+                      for s in attention_slices(m, layer, lens))
+        assert r.time_ns >= internal_ns(B200, per_vec)
+        assert r.time_ns >= prev - one_refresh_ns(B200)
+        prev = max(prev, r.time_ns)
+        # the value phase starts after every score is back plus the GPU softmax
+        ends = r.pim.kernel_end_ns
+        starts = r.pim.kernel_start_ns
+        n = r.pim.kernel_ptr
+        for q in range(0, r.pim.n_pcs, 37):
+            k = n[q + 1] - n[q]
+            if k:
+                assert starts[n[q] + k // 2] >= r.score_ns + r.softmax_ns - 1.0
+                assert ends[n[q]: n[q] + k // 2].max() <= r.score_ns
+
+
+def test_sliding_window_caps_the_cache():
+    gpt = get_model("gpt-oss-120b")
+    layer = gpt.layer_types.index("sliding")
+    a = run_attention(B200, gpt, layer, [128, 128])
+    b = run_attention(B200, gpt, layer, [5000, 128])
+    assert a.time_ns == b.time_ns and a.kv_bytes == b.kv_bytes
+
+
+def test_gdn_stays_on_the_gpu():
+    q35 = get_model("qwen3.5-397b-a17b")
+    layer = q35.layer_types.index("gdn")
+    r = run_attention(B200, q35, layer, [10, 100000])
+    assert not r.on_pim and r.time_ns == 0 and r.pim is None
+    assert r.gpu_ns == gdn_decode_gpu_ns(q35, layer, 2)
+    state = 2 * q35.recurrent_state_bytes(layer)
+    assert r.gpu_ns > 1e9 * 2 * state / 8.0e12  # read + write at most at spec bandwidth
+    assert gdn_decode_gpu_ns(q35, layer, 8) > r.gpu_ns
+    with pytest.raises(ConfigError, match="not 'gdn'"):
+        gdn_decode_gpu_ns(q35, q35.layer_types.index("full"), 1)
+    with pytest.raises(ConfigError, match="context_lens"):
+        run_attention(B200, q35, 3, [0])
+
+
+# ---- command logs ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [B200, "samsung-hbm2-pim"])
+def test_kernel_streams_have_zero_checker_violations(name):
+    spec = small(name)
+    shape = FfnShape(512, 256)
+    counts = np.array([3, 1, 0, 2, 1, 0, 0, 1])
+    logs = [run_moe_tp(spec, shape, counts, order="token", log=True).pim.log,
+            run_moe_ep(spec, shape, counts, order="expert", log=True).pim.log]
+    m = get_model("qwen3-30b-a3b")
+    logs.append(run_attention(spec, m, 0, [200, 33, 1000], log=True).pim.log)
+    for log in logs:
+        rep = checker.check_log(log, spec)
+        assert rep.ok, rep.summary()
+        assert len(log) > 1000
