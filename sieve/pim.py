@@ -77,11 +77,8 @@ class GemvLayout:
 
     def with_kernel(self, **changes) -> GemvLayout:
         """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
-        ``gap_ns``)."""
-        k = self.kernel
-        fields = {f: getattr(k, f) for f in k.__dataclass_fields__}
-        fields.update(changes)
-        return _replace(self, kernel=GemvKernel(**fields))
+        ``gap_ns``, ``sync``)."""
+        return _replace(self, kernel=_replace(self.kernel, **changes))
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "kernel"}

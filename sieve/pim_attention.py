@@ -31,7 +31,7 @@ Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -240,10 +240,7 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             prog.append(score[q])
             continue
         gap = t1 + softmax - (float(first.pc_finish_ns[q]) if score[q] else 0.0)
-        v0 = value[q][0]
-        fields = {f: getattr(v0, f) for f in v0.__dataclass_fields__}
-        fields["gap_ns"] = gap
-        prog.append(score[q] + [GemvKernel(**fields)] + value[q][1:])
+        prog.append(score[q] + [replace(value[q][0], gap_ns=gap)] + value[q][1:])
     res = run_pim(spec, prog, log=log)
     cache = sum(s.tokens * (s.d_k + (0 if t == "mla" else s.d_v)) * wb for s in slices)
     return AttentionPimResult(

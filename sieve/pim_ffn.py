@@ -26,7 +26,7 @@ GEMVs, one GPU step for the layer, every down GEMV).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -204,6 +204,16 @@ def _group_program(gu: GemvLayout, d: GemvLayout, shape: FfnShape, work: list[tu
     return kernels, owner, act, tail
 
 
+def _offset(kernels: list[GemvKernel], start_ns: float) -> list[GemvKernel]:
+    """Delay the first kernel by ``start_ns`` (the program's refresh phase)."""
+    if not start_ns >= 0:
+        raise ConfigError(f"PIM program: start_ns must be >= 0, got {start_ns!r}")
+    if not kernels or start_ns == 0:
+        return kernels
+    k0 = kernels[0]
+    return [replace(k0, gap_ns=k0.gap_ns + start_ns)] + kernels[1:]
+
+
 def _check(who: str, token_counts, order: str) -> np.ndarray:
     if order not in ORDERS:
         raise ConfigError(f"{who}: order {order!r} unknown (known: {choices(ORDERS)})")
@@ -227,7 +237,7 @@ def _expert_times(res: PimResult, pc: int, owner: list[int], n: int):
 
 def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
                order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
-               log: bool = False) -> MoePimResult:
+               start_ns: float = 0.0, log: bool = False) -> MoePimResult:
     """The experts of one layer under tensor parallelism over every PC (Sieve's mapping).
 
     Args:
@@ -238,6 +248,9 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
         order: "token", "expert" or "layer" (module docstring).
         gpu: the GPU doing the activation and reductions (:mod:`sieve.pim_host`).
         gpu_fixed_ns: override the GPU step's fixed cost (default: sieve.gpu's t0_gemm).
+        start_ns: start the program this long after the refresh counters' reset (the
+            refresh phase; the first REFab of every PC is due at ``nREFI``). Reported times
+            are relative to the start.
         log: keep the engine's command log (for sieve.checker).
     """
     spec = get_spec(spec)
@@ -248,11 +261,13 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
     work = [(int(e), int(counts[e])) for e in ids]
     kernels, owner, act, tail = _group_program(gu, d, shape, work, order, step, spec.org.rows,
                                                spec.org.pseudochannels > 1)
-    res = run_pim(spec, kernels, log=log)
+    res = run_pim(spec, _offset(kernels, start_ns), log=log)
     start, end = _expert_times(res, 0, owner, len(work))
     return MoePimResult(
-        mapping="tp", order=order, time_ns=res.time_ns, tail_ns=tail, expert_ids=ids,
-        tokens=counts[ids], expert_start_ns=start, expert_end_ns=end, act_ns=act, gate_up=gu,
+        mapping="tp", order=order, time_ns=res.time_ns - start_ns, tail_ns=tail,
+        expert_ids=ids,
+        tokens=counts[ids], expert_start_ns=start - start_ns, expert_end_ns=end - start_ns,
+        act_ns=act, gate_up=gu,
         down=d, pcs_per_expert=spec.org.total_pseudochannels,
         group_busy_ns=np.array([res.pc_busy_ns.max()]), pim=res)
 
@@ -269,7 +284,7 @@ def default_pcs_per_expert(spec: DramSpec | str, n_experts: int) -> int:
 def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
                pcs_per_expert: int | None = None, placement: Sequence[int] | None = None,
                order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
-               log: bool = False) -> MoePimResult:
+               start_ns: float = 0.0, log: bool = False) -> MoePimResult:
     """The experts of one layer under expert parallelism across PC groups (PIMoE's mapping).
 
     Args:
@@ -308,6 +323,7 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
         ids = [e for e in members if counts[e] > 0]
         kernels, owner, a, t = _group_program(gu, d, shape, work, order, step, spec.org.rows,
                                               g % spec.org.pseudochannels == 0)
+        kernels = _offset(kernels, start_ns)
         for q in range(grp * g, (grp + 1) * g):
             per_pc[q] = kernels
         owners[grp] = (ids, owner)
@@ -324,8 +340,9 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
             start[pos[ex]], end[pos[ex]] = s[j], e[j]
     busy = res.pc_busy_ns.reshape(n_groups, g).max(axis=1)
     return MoePimResult(
-        mapping="ep", order=order, time_ns=res.time_ns, tail_ns=tail, expert_ids=ids_all,
-        tokens=counts[ids_all], expert_start_ns=start, expert_end_ns=end, act_ns=act,
+        mapping="ep", order=order, time_ns=res.time_ns - start_ns, tail_ns=tail,
+        expert_ids=ids_all, tokens=counts[ids_all], expert_start_ns=start - start_ns,
+        expert_end_ns=end - start_ns, act_ns=act,
         gate_up=gu, down=d, pcs_per_expert=int(g), group_busy_ns=busy, pim=res)
 
 

@@ -199,6 +199,23 @@ def test_memoised_table_equals_fresh_simulation():
     assert other.expert_ns(shape, 3) == other.fresh_ns(shape, 3) != table.expert_ns(shape, 3)
 
 
+def test_refresh_phase_average_and_start_offset():
+    spec = get_spec(B200)
+    shape = SHAPES["gpt-oss-120b"]
+    refi = spec.timing.nREFI * spec.tCK_ns
+    avg = PimCostTable(spec, order="expert", phases=2)
+    runs = [run_expert_ffn(spec, shape, 2, order="expert", start_ns=s) for s in (0, refi / 2)]
+    assert avg.expert_ns(shape, 2) == pytest.approx(np.mean([r.total_ns for r in runs]))
+    assert avg.expert_ns(shape, 2) == avg.fresh_ns(shape, 2)
+    late = runs[1]
+    assert late.expert_start_ns[0] == 0.0 and late.time_ns == late.expert_end_ns[0]
+    assert late.pim.kernel_start_ns[0] == pytest.approx(refi / 2)
+    with pytest.raises(ConfigError, match="phases"):
+        PimCostTable(spec, phases=0)
+    with pytest.raises(ConfigError, match="start_ns"):
+        run_expert_ffn(spec, shape, 1, start_ns=-1.0)
+
+
 # ---- attention -------------------------------------------------------------------------------
 
 def test_attention_slices_per_layer_type():
@@ -277,3 +294,13 @@ def test_kernel_streams_have_zero_checker_violations(name):
         rep = checker.check_log(log, spec)
         assert rep.ok, rep.summary()
         assert len(log) > 1000
+
+
+@pytest.mark.parametrize("name", [B200, "samsung-hbm2-pim"])
+def test_analytic_estimate_is_close_to_the_engine(name):
+    spec = get_spec(name)
+    for rows, cols in ((4096, 4096), (1536, 2048), (2048, 768), (5760, 2880), (2048, 512)):
+        for cg in (1, 4, 16):
+            k = pim.gemv_kernel(spec, rows, cols, 2, col_groups=cg)
+            est = pim.estimate_kernel_ns(spec, k)
+            assert est == pytest.approx(dram.run_pim(spec, [k]).time_ns, rel=0.25)
