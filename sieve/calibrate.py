@@ -34,10 +34,13 @@ from sieve.routing_stats import (bin_counts, iid_coverage, load_skew, nmi_from_j
                                  temporal_overlap, top1_joint)
 
 __all__ = ["Target", "SEED_TARGETS", "HELD_OUT_TARGETS", "step_sample_stats", "fit_popularity",
-           "fit_kappa", "fit_qwen15", "QWEN15_SHAPE", "SHARED"]
+           "fit_kappa", "fit_qwen15", "QWEN15_SHAPE", "QWEN15_FIT", "SHARED"]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 QWEN15_SHAPE = RouterShape("qwen1.5-moe-a2.7b", 60, 4, (0, 8, 12, 18, 23))  # PROVENANCE.md
+#: Qwen1.5-MoE popularity fitted by :func:`fit_qwen15` (2026-11-29 run; used only for the
+#: real-vs-synthetic comparison and the rho fit, not a preset: the model is not in the zoo).
+QWEN15_FIT = {"alpha": 122.8, "drift_sigma": 0.5514, "reuse_rho": 0.1026}
 
 
 @dataclass(frozen=True)

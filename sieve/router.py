@@ -41,6 +41,7 @@ __all__ = [
     "RouterShape",
     "ROUTER_PRESETS",
     "DEFAULT_PARAMS",
+    "PRESET_SOURCES",
     "get_router_params",
     "SyntheticRouter",
     "generate_trace",
@@ -86,27 +87,59 @@ class RouterParams:
         return dataclasses.replace(self, **changes)
 
 
-# Global parameters, fitted by sieve.calibrate (docs/validation.md, "Routing traces and
-# synthetic router calibration"); re-fit with `python -m sieve.calibrate`.
+# Global parameters, fitted by sieve.calibrate (`python -m sieve.calibrate`, 2026-11-29; output
+# and fit quality in docs/validation.md, "Routing traces and synthetic router calibration").
 # reuse_rho: fitted to the same-slot decode overlap of the real Qwen1.5-MoE vLLM log
-#   (shared/traces/qwen15_moe_vllm_moe_logger_gsm8k; models-and-traces.md §C.3).
-# layer_kappa: fitted to the top-1 inter-layer NMI of the allenai OLMoE (fine-grained models)
-#   and Mixtral (Mixtral presets) transition matrices (models-and-traces.md §C.3).
+#   (shared/traces/qwen15_moe_vllm_moe_logger_gsm8k; models-and-traces.md §C.3): 0.1026.
+# layer_kappa: fitted to the mean top-1 inter-layer NMI (Miller-Madow) of the allenai
+#   transition matrices (models-and-traces.md §C.3): OLMoE 0.8287 (used for fine-grained
+#   models), Mixtral-8x7B 0.4208 (used for Mixtral presets).
 # drift_phi: not identifiable from any single-step statistic or from the data in shared/;
 #   0.9 per step (hot set renewed over ~10 decode steps) is an assumption, see docs/traces.md.
-_RHO = 0.0
-_KAPPA_FINE = 0.0
-_KAPPA_MIXTRAL = 0.0
+_RHO = 0.1026
+_KAPPA_FINE = 0.8287
+_KAPPA_MIXTRAL = 0.4208
 _PHI = 0.9
 
-#: Default for models without a preset: the Qwen3-30B-A3B fit (a fine-grained top-8 model).
-DEFAULT_PARAMS = RouterParams(alpha=1.0, drift_sigma=0.5, drift_phi=_PHI, reuse_rho=_RHO,
-                              layer_kappa=_KAPPA_FINE)
 
-#: Per-model presets. Fitted (alpha, drift_sigma) for the models the seed's Figures 3/5 cover;
-#: siblings without targets reuse their family's fit (marked "transfer").
+def _preset(alpha: float, drift_sigma: float, kappa: float) -> RouterParams:
+    return RouterParams(alpha=alpha, drift_sigma=drift_sigma, drift_phi=_PHI, reuse_rho=_RHO,
+                        layer_kappa=kappa)
+
+
+# (alpha, drift_sigma) fitted by sieve.calibrate.fit_popularity to the seed's Section 3 numbers
+# (Figure 3 act-ratio, Figure 5 bins; targets in sieve.calibrate.SEED_TARGETS); Mixtral also to
+# the Fiddler MMLU aggregate skew (models-and-traces.md §C.1).
+_GPT_OSS = _preset(0.3120, 1.930, _KAPPA_FINE)  # fit loss 3.65 over 5 targets
+_QWEN3 = _preset(0.1754, 0.2314, _KAPPA_FINE)  # fit loss 0.28 over 3 targets
+_QWEN3_NEXT = _preset(0.6810, 0.3138, _KAPPA_FINE)  # fit loss 3.97 over 5 targets
+_MIXTRAL = _preset(18.35, 0.0005, _KAPPA_MIXTRAL)  # fit loss 1.71 (2 seed + 2 Fiddler targets)
+
+#: Default for models without a preset: the Qwen3-30B-A3B fit (a fine-grained top-8 model).
+DEFAULT_PARAMS = _QWEN3
+
+#: Per-model presets. Models without seed targets reuse their family's fit ("transfer").
 ROUTER_PRESETS: dict[str, RouterParams] = {
-    "qwen3-30b-a3b": DEFAULT_PARAMS,
+    "gpt-oss-120b": _GPT_OSS,
+    "gpt-oss-20b": _GPT_OSS,
+    "qwen3-30b-a3b": _QWEN3,
+    "qwen3-next-80b-a3b": _QWEN3_NEXT,
+    "qwen3.5-397b-a17b": _QWEN3_NEXT,
+    "mixtral-8x22b": _MIXTRAL,
+    "mixtral-8x7b": _MIXTRAL,
+    "deepseek-v3": _QWEN3,
+}
+
+#: Where each preset comes from (shown in docs/validation.md).
+PRESET_SOURCES: dict[str, str] = {
+    "gpt-oss-120b": "fitted (seed Fig. 3/5)",
+    "gpt-oss-20b": "transfer from gpt-oss-120b",
+    "qwen3-30b-a3b": "fitted (seed Fig. 5)",
+    "qwen3-next-80b-a3b": "fitted (seed Fig. 5)",
+    "qwen3.5-397b-a17b": "transfer from qwen3-next-80b-a3b (same block design, E=512, k=10)",
+    "mixtral-8x22b": "fitted (seed Fig. 3/5 + Fiddler skew)",
+    "mixtral-8x7b": "transfer from mixtral-8x22b",
+    "deepseek-v3": "transfer from qwen3-30b-a3b (fine-grained top-8); held out",
 }
 
 
