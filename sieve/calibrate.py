@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +29,28 @@ import numpy as np
 from scipy import optimize
 
 from sieve.router import RouterParams, RouterShape, SyntheticRouter, dirichlet_logits
-from sieve.routing_stats import (bin_counts, iid_coverage, load_skew, nmi_from_joint, step_stats,
-                                 temporal_overlap, top1_joint)
+from sieve.routing_stats import (
+    bin_counts,
+    iid_coverage,
+    load_skew,
+    nmi_from_joint,
+    step_stats,
+    temporal_overlap,
+    top1_joint,
+)
 
-__all__ = ["Target", "SEED_TARGETS", "HELD_OUT_TARGETS", "step_sample_stats", "fit_popularity",
-           "fit_kappa", "fit_qwen15", "QWEN15_SHAPE", "QWEN15_FIT", "SHARED"]
+__all__ = [
+    "HELD_OUT_TARGETS",
+    "QWEN15_FIT",
+    "QWEN15_SHAPE",
+    "SEED_TARGETS",
+    "SHARED",
+    "Target",
+    "fit_kappa",
+    "fit_popularity",
+    "fit_qwen15",
+    "step_sample_stats",
+]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 QWEN15_SHAPE = RouterShape("qwen1.5-moe-a2.7b", 60, 4, (0, 8, 12, 18, 23))  # PROVENANCE.md
@@ -72,7 +88,9 @@ SEED_TARGETS: tuple[Target, ...] = (
     Target("qwen3-next-80b-a3b", "N=1", 256, 0.239, 0.03, _S3 + " (Fig. 5 text)"),
     Target("qwen3-next-80b-a3b", "N<=4", 64, 0.893, 0.03, _S3 + " (Fig. 5 text)"),
     Target("qwen3-next-80b-a3b", "N<=4", 256, 0.501, 0.03, _S3 + " (Fig. 5 text; 'respective')"),
-    Target("mixtral-8x22b", "act_ratio", 16, 1.000, 0.01, _S3 + " (Fig. 3: 'reaches 100% at B=16')"),
+    Target(
+        "mixtral-8x22b", "act_ratio", 16, 1.000, 0.01, _S3 + " (Fig. 3: 'reaches 100% at B=16')"
+    ),
     Target("mixtral-8x22b", "N<=4", 64, 0.0, 0.03, _S3 + " (Fig. 5: 'almost no memory-bound')"),
 )
 
@@ -80,10 +98,21 @@ SEED_TARGETS: tuple[Target, ...] = (
 HELD_OUT_TARGETS: tuple[Target, ...] = (
     Target("gpt-oss-120b", "act_ratio", 1, 0.024, 0.0, _S3 + " (B=1; router-independent)"),
     Target("mixtral-8x22b", "act_ratio", 1, 0.250, 0.0, _S3 + " (B=1; router-independent)"),
-    Target("deepseek-v3", "coverage", 64, 0.774, 0.05, "models-and-traces.md §C.2 (SGLang marginal)"),
+    Target(
+        "deepseek-v3", "coverage", 64, 0.774, 0.05, "models-and-traces.md §C.2 (SGLang marginal)"
+    ),
     Target("deepseek-v3", "coverage", 128, 0.924, 0.05, "models-and-traces.md §C.2"),
-    Target("deepseek-v3", "agg_max_over_mean", 0, 5.5, 1.5, "models-and-traces.md §C.1 (decode 5.2-5.8)"),
-    Target("deepseek-v3", "agg_norm_entropy", 0, 0.96, 0.02, "models-and-traces.md §C.1 (0.958-0.963)"),
+    Target(
+        "deepseek-v3",
+        "agg_max_over_mean",
+        0,
+        5.5,
+        1.5,
+        "models-and-traces.md §C.1 (decode 5.2-5.8)",
+    ),
+    Target(
+        "deepseek-v3", "agg_norm_entropy", 0, 0.96, 0.02, "models-and-traces.md §C.1 (0.958-0.963)"
+    ),
 )
 
 
@@ -126,12 +155,20 @@ def step_sample_stats(counts: np.ndarray, model=None, n_layers: int | None = Non
     return out
 
 
-def fit_popularity(model_name: str, targets: list[Target], extra_loss=None, seed: int = 20261129,
-                   steps: int = 4) -> tuple[tuple[float, float], list[tuple[Target, float]], float]:
+def fit_popularity(
+    model_name: str,
+    targets: list[Target],
+    extra_loss=None,
+    seed: int = 20261129,
+    steps: int = 4,
+    static_only: bool = False,
+) -> tuple[tuple[float, float], list[tuple[Target, float]], float]:
     """Fit (alpha, drift_sigma) of one model to per-step targets.
 
     Loss = sum(((achieved - target) / tol)^2) (+ ``extra_loss(alpha, sigma)``): grid over
-    log10(alpha) in [-1.5, 2] x sigma in [0, 2.5], then Nelder-Mead from the best point.
+    log10(alpha) in [-1.5, 2] x sigma in [0, 2.5] and a 1-D fit of alpha at sigma = 0, then
+    Nelder-Mead from both starting points; the lower loss wins.
+    ``static_only`` fits alpha alone with sigma = 0 (to show how much the drift term is needed).
 
     Returns:
         ((alpha, sigma), [(target, achieved)], loss).
@@ -153,10 +190,31 @@ def fit_popularity(model_name: str, targets: list[Target], extra_loss=None, seed
         r = sum(((a - t.value) / t.tol) ** 2 for a, t in zip(achieved(alpha, sigma), targets))
         return r + (extra_loss(alpha, sigma) if extra_loss else 0.0)
 
+    if static_only:  # identifiability check: best loss with no drift (sigma = 0)
+        r = optimize.minimize_scalar(
+            lambda la: loss((la, 0.0)),
+            bounds=(-1.5, 2.0),
+            method="bounded",
+            options={"xatol": 0.01},
+        )
+        return (10.0**r.x, 0.0), list(zip(targets, achieved(10.0**r.x, 0.0))), float(r.fun)
     grid = [(la, s) for la in np.linspace(-1.5, 2.0, 15) for s in np.linspace(0, 2.5, 11)]
-    best = min(grid, key=loss)
-    res = optimize.minimize(loss, np.array(best), method="Nelder-Mead",
-                            options={"xatol": 0.01, "fatol": 0.01, "maxiter": 80})
+    static = optimize.minimize_scalar(
+        lambda la: loss((la, 0.0)), bounds=(-1.5, 2.0), method="bounded", options={"xatol": 0.01}
+    )
+    starts = [np.array(min(grid, key=loss)), np.array([static.x, 0.0])]
+    res = min(
+        (
+            optimize.minimize(
+                loss,
+                x0,
+                method="Nelder-Mead",
+                options={"xatol": 0.01, "fatol": 0.01, "maxiter": 80},
+            )
+            for x0 in starts
+        ),
+        key=lambda r: r.fun,
+    )
     alpha, sigma = 10.0 ** res.x[0], abs(res.x[1])
     return (alpha, sigma), list(zip(targets, achieved(alpha, sigma))), float(res.fun)
 
@@ -165,14 +223,18 @@ def fiddler_targets(shared: Path = SHARED) -> dict[str, float]:
     """Median over layers and subjects of max/mean and normalised entropy (Fiddler, Mixtral)."""
     from sieve.trace_io import read_fiddler_popularity
 
-    files = sorted(glob.glob(str(shared / "traces/fiddler_mixtral_8x7b_expert_popularity/*/*.json")))
+    files = sorted(
+        glob.glob(str(shared / "traces/fiddler_mixtral_8x7b_expert_popularity/*/*.json"))
+    )
     if not files:
         raise FileNotFoundError(f"Fiddler popularity files not found under {shared}")
     sk = [load_skew(read_fiddler_popularity(f).counts) for f in files]
     ntok = float(np.median([read_fiddler_popularity(f).n_tokens for f in files]))
-    return {"max_over_mean": float(np.median(np.concatenate([s["max_over_mean"] for s in sk]))),
-            "norm_entropy": float(np.median(np.concatenate([s["norm_entropy"] for s in sk]))),
-            "n_tokens": ntok}
+    return {
+        "max_over_mean": float(np.median(np.concatenate([s["max_over_mean"] for s in sk]))),
+        "norm_entropy": float(np.median(np.concatenate([s["norm_entropy"] for s in sk]))),
+        "n_tokens": ntok,
+    }
 
 
 def aggregate_skew(alpha, sigma, n_experts, top_k, n_tokens, n_layers=32, seed=5):
@@ -204,8 +266,15 @@ def allenai_nmi(model_dir: str, shared: Path = SHARED) -> list[dict]:
     for f in sorted(glob.glob(str(root / "expert_counts_crosslayer_top1/*.json"))):
         tr = read_allenai_crosslayer(f)
         cnt = read_allenai_counts(root / "expert_counts" / Path(f).name)
-        out.append({"domain": Path(f).stem, "shares": cnt.shares(), "top_k": cnt.meta.top_k,
-                    "pairs": tr.pairs, "nmi": [nmi_from_joint(m, True) for m in tr.matrices]})
+        out.append(
+            {
+                "domain": Path(f).stem,
+                "shares": cnt.shares(),
+                "top_k": cnt.meta.top_k,
+                "pairs": tr.pairs,
+                "nmi": [nmi_from_joint(m, True) for m in tr.matrices],
+            }
+        )
     if not out:
         raise FileNotFoundError(f"allenai cross-layer files not found under {root}")
     return out
@@ -236,7 +305,9 @@ def qwen15_real(shared: Path = SHARED):
     """The real Qwen1.5-MoE trace (warm-up passes dropped per its PROVENANCE.md)."""
     from sieve.trace_io import read_vllm_router_log
 
-    files = sorted(glob.glob(str(shared / "traces/qwen15_moe_vllm_moe_logger_gsm8k/moe_layer*.jsonl")))
+    files = sorted(
+        glob.glob(str(shared / "traces/qwen15_moe_vllm_moe_logger_gsm8k/moe_layer*.jsonl"))
+    )
     if not files:
         raise FileNotFoundError(f"Qwen1.5 vLLM logs not found under {shared}")
     return read_vllm_router_log(files, n_experts=60, warmup_passes=3)
@@ -258,22 +329,31 @@ def qwen15_stats(trace) -> dict[str, np.ndarray]:
         "agg_max_over_mean": agg["max_over_mean"],
         "agg_norm_entropy": agg["norm_entropy"],
         "temporal_overlap": temporal_overlap(trace, by=by, max_steps=int(full.sum()) + 1),
-        "nmi_adjacent_logged": np.array([nmi_from_joint(top1_joint(trace, i, i + 1), True)
-                                         for i in range(trace.n_layers - 1)]),
+        "nmi_adjacent_logged": np.array(
+            [nmi_from_joint(top1_joint(trace, i, i + 1), True) for i in range(trace.n_layers - 1)]
+        ),
     }
 
 
 def qwen15_synthetic(real, params: RouterParams, seed: int):
     """Synthetic decode trace with the real log's per-step decode token counts (B <= 25)."""
-    dec = [int((np.asarray(real.phase[real.step_slice(s)]) == 1).sum()) for s in range(real.n_steps)]
+    dec = [
+        int((np.asarray(real.phase[real.step_slice(s)]) == 1).sum()) for s in range(real.n_steps)
+    ]
     dec = [n for n in dec if n]
     tr = SyntheticRouter(QWEN15_SHAPE, params, seed).generate(max(dec), len(dec))
-    rows = np.concatenate([np.arange(tr.step_offsets[s], tr.step_offsets[s] + n)
-                           for s, n in enumerate(dec)])
+    rows = np.concatenate(
+        [np.arange(tr.step_offsets[s], tr.step_offsets[s] + n) for s, n in enumerate(dec)]
+    )
     from sieve.traces import RoutingTrace
 
-    return RoutingTrace(tr.expert_ids[rows], np.concatenate([[0], np.cumsum(dec)]),
-                        tr.request_ids[rows], tr.phase[rows], tr.meta)
+    return RoutingTrace(
+        tr.expert_ids[rows],
+        np.concatenate([[0], np.cumsum(dec)]),
+        tr.request_ids[rows],
+        tr.phase[rows],
+        tr.meta,
+    )
 
 
 def fit_qwen15(shared: Path = SHARED, n_seeds: int = 8, phi: float = 0.9):
@@ -282,23 +362,33 @@ def fit_qwen15(shared: Path = SHARED, n_seeds: int = 8, phi: float = 0.9):
     rs = {k: float(np.mean(v)) for k, v in qwen15_stats(real).items()}
 
     def syn(alpha, sigma, rho):
-        p = RouterParams(alpha=alpha, drift_sigma=sigma, drift_phi=phi, reuse_rho=rho,
-                         layer_kappa=0.0)
+        p = RouterParams(
+            alpha=alpha, drift_sigma=sigma, drift_phi=phi, reuse_rho=rho, layer_kappa=0.0
+        )
         vals = [qwen15_stats(qwen15_synthetic(real, p, 100 + i)) for i in range(n_seeds)]
         return {k: float(np.mean([v[k] for v in vals])) for k in vals[0]}
 
     def loss(x):
         s = syn(10.0 ** x[0], abs(x[1]), 0.0)
-        return (((s["coverage_over_iid"] - rs["coverage_over_iid"]) / 0.01) ** 2
-                + ((s["agg_max_over_mean"] - rs["agg_max_over_mean"]) / 0.05) ** 2)
+        return ((s["coverage_over_iid"] - rs["coverage_over_iid"]) / 0.01) ** 2 + (
+            (s["agg_max_over_mean"] - rs["agg_max_over_mean"]) / 0.05
+        ) ** 2
 
     grid = [(la, s) for la in np.linspace(0.0, 2.5, 8) for s in np.linspace(0.0, 1.25, 6)]
     best = min(grid, key=loss)
-    res = optimize.minimize(loss, np.array(best), method="Nelder-Mead",
-                            options={"xatol": 0.01, "fatol": 0.05, "maxiter": 40})
+    res = optimize.minimize(
+        loss,
+        np.array(best),
+        method="Nelder-Mead",
+        options={"xatol": 0.01, "fatol": 0.05, "maxiter": 40},
+    )
     alpha, sigma = 10.0 ** res.x[0], abs(res.x[1])
-    rho = optimize.brentq(lambda r: syn(alpha, sigma, r)["temporal_overlap"]
-                          - rs["temporal_overlap"], 0.0, 0.98, xtol=2e-3)
+    rho = optimize.brentq(
+        lambda r: syn(alpha, sigma, r)["temporal_overlap"] - rs["temporal_overlap"],
+        0.0,
+        0.98,
+        xtol=2e-3,
+    )
     return {"alpha": alpha, "drift_sigma": sigma, "reuse_rho": rho, "loss": float(res.fun)}
 
 
@@ -327,15 +417,31 @@ def main(argv: list[str] | None = None) -> int:
         tg = [t for t in SEED_TARGETS if t.model == model]
         extra = None
         if model.startswith("mixtral"):
+
             def extra(alpha, sigma, fid=fid):
                 mm, hn = aggregate_skew(alpha, sigma, 8, 2, fid["n_tokens"])
-                return ((mm - fid["max_over_mean"]) / 0.1) ** 2 + ((hn - fid["norm_entropy"]) / 0.005) ** 2
+                return ((mm - fid["max_over_mean"]) / 0.1) ** 2 + (
+                    (hn - fid["norm_entropy"]) / 0.005
+                ) ** 2
+
         (alpha, sigma), rows, loss = fit_popularity(model, tg, extra)
-        result[model] = {"alpha": alpha, "drift_sigma": sigma, "loss": loss,
-                         "targets": [(t.stat, t.batch, t.value, a) for t, a in rows]}
+        (a0, _), rows0, loss0 = fit_popularity(model, tg, extra, static_only=True)
+        result[model] = {
+            "alpha": alpha,
+            "drift_sigma": sigma,
+            "loss": loss,
+            "targets": [(t.stat, t.batch, t.value, a) for t, a in rows],
+            "static_only": {
+                "alpha": a0,
+                "loss": loss0,
+                "targets": [(t.stat, t.batch, t.value, a) for t, a in rows0],
+            },
+        }
         if extra:
             result[model]["aggregate"] = aggregate_skew(alpha, sigma, 8, 2, fid["n_tokens"])
-    text = json.dumps(result, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    text = json.dumps(
+        result, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)
+    )
     print(text)
     if args.out:
         from sieve.outputs import write_text

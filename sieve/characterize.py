@@ -28,8 +28,15 @@ import numpy as np
 from sieve.errors import ConfigError, lookup
 from sieve.routing_stats import BIN_LABELS, bin_counts
 
-__all__ = ["CharacterizeConfig", "characterize_trace", "characterize", "run_characterize",
-           "table_to_csv", "read_table_csv", "COLUMNS"]
+__all__ = [
+    "COLUMNS",
+    "CharacterizeConfig",
+    "characterize",
+    "characterize_trace",
+    "read_table_csv",
+    "run_characterize",
+    "table_to_csv",
+]
 
 COLUMNS = ("model", "batch_size", "statistic", "value", "p05", "p95", "n_steps", "seed")
 MAX_BATCH = 65536  # guard against typos like 1e9 tokens per step (memory: B x layers x experts)
@@ -49,12 +56,18 @@ class CharacterizeConfig:
 
         if not self.models:
             raise ConfigError("--models: empty list (known: " + ", ".join(sorted(MODELS)) + ")")
-        names = tuple(lookup(MODELS, m, "--models: model") and m.strip().lower() for m in self.models)
+        names = tuple(
+            lookup(MODELS, m, "--models: model") and m.strip().lower() for m in self.models
+        )
         object.__setattr__(self, "models", names)
         if not self.batch_sizes:
             raise ConfigError("--batch: empty list (give positive integers, e.g. 1,4,16,64)")
         for b in self.batch_sizes:
-            if not isinstance(b, (int, np.integer)) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH:
+            if (
+                not isinstance(b, (int, np.integer))
+                or isinstance(b, bool)
+                or not 1 <= b <= MAX_BATCH
+            ):
                 raise ConfigError(f"--batch: {b!r} is not an integer in 1..{MAX_BATCH}")
         for name, v, lo in (("--steps", self.n_steps, 1), ("--seed", self.seed, 0)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
@@ -82,8 +95,10 @@ def characterize_trace(trace, model=None) -> list[dict]:
     rows = []
     if model is not None:
         if counts.shape[1] != model.n_moe_layers:
-            raise ConfigError(f"act_ratio: trace has {counts.shape[1]} layers, model "
-                              f"{model.name!r} has {model.n_moe_layers} MoE layers")
+            raise ConfigError(
+                f"act_ratio: trace has {counts.shape[1]} layers, model "
+                f"{model.name!r} has {model.n_moe_layers} MoE layers"
+            )
         act = np.array([model.act_ratio((c > 0).sum(axis=1)) for c in counts])
         rows.append(("act_ratio", float(np.median(act)), *_q(act)))
     bins = bin_counts(counts)  # (S, L, 4)
@@ -120,8 +135,10 @@ def table_to_csv(rows: Sequence[dict]) -> str:
     out = io.StringIO()
     out.write(",".join(COLUMNS) + "\n")
     for r in rows:
-        out.write(",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c])
-                           for c in COLUMNS) + "\n")
+        out.write(
+            ",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS)
+            + "\n"
+        )
     return out.getvalue()
 
 
@@ -153,11 +170,15 @@ def run_characterize(config: CharacterizeConfig, out_dir: str | Path) -> list[Pa
     rows = characterize(config)
     payload: dict[str, bytes] = {
         "characterize.csv": table_to_csv(rows).encode(),
-        "config.json": (json.dumps({"command": "characterize", **config.to_json()},
-                                   indent=2, sort_keys=True) + "\n").encode(),
+        "config.json": (
+            json.dumps({"command": "characterize", **config.to_json()}, indent=2, sort_keys=True)
+            + "\n"
+        ).encode(),
     }
-    for stem, fig in (("fig3_act_ratio", plots.plot_act_ratio(rows)),
-                      ("fig5_token_bins", plots.plot_token_bins(rows))):
+    for stem, fig in (
+        ("fig3_act_ratio", plots.plot_act_ratio(rows)),
+        ("fig5_token_bins", plots.plot_token_bins(rows)),
+    ):
         for ext in ("png", "pdf"):
             buf = io.BytesIO()
             fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")

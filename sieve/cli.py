@@ -12,7 +12,7 @@ import sys
 
 from sieve.errors import ConfigError, SieveError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -41,8 +41,10 @@ def _cmd_specs(args: argparse.Namespace) -> int:
 def _split_list(text: str, flag: str) -> list[str]:
     items = [x.strip() for x in text.split(",")]
     if not text.strip() or any(not x for x in items):
-        raise ConfigError(f"{flag}: malformed list {text!r} (comma-separated, e.g. {flag} "
-                          + ("gpt-oss-120b,qwen3-30b-a3b)" if flag == "--models" else "1,4,16)"))
+        raise ConfigError(
+            f"{flag}: malformed list {text!r} (comma-separated, e.g. {flag} "
+            + ("gpt-oss-120b,qwen3-30b-a3b)" if flag == "--models" else "1,4,16)")
+        )
     return items
 
 
@@ -100,8 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--models", required=True, help="comma-separated model names")
     p.add_argument("--batch", required=True, help="comma-separated batch sizes, e.g. 1,4,16,64")
-    p.add_argument("--steps", default="16",
-                   help="decode steps per trace (default 16)")
+    p.add_argument("--steps", default="16", help="decode steps per trace (default 16)")
     p.add_argument("--seed", default="0", help="RNG seed (default 0)")
     p.add_argument("--out", default="characterize_out", help="output directory")
     p.set_defaults(func=_cmd_characterize)

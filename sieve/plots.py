@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["plot_act_ratio", "plot_token_bins", "plot_load_skew", "close"]
+__all__ = ["close", "plot_act_ratio", "plot_load_skew", "plot_token_bins"]
 
 # shared style
 FIGSIZE_IN = (6.4, 4.0)
@@ -63,8 +63,14 @@ def plot_act_ratio(table: Sequence[dict], *, ax=None):
     for model, rows in _select(table, "act_ratio").items():
         b = [int(r["batch_size"]) for r in rows]
         (line,) = ax.plot(b, [100 * r["value"] for r in rows], marker="o", label=model)
-        ax.fill_between(b, [100 * r["p05"] for r in rows], [100 * r["p95"] for r in rows],
-                        color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.fill_between(
+            b,
+            [100 * r["p05"] for r in rows],
+            [100 * r["p95"] for r in rows],
+            color=line.get_color(),
+            alpha=0.2,
+            linewidth=0,
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel(BATCH_LABEL)
     ax.set_ylabel("Activated / total parameters (%)")
@@ -80,8 +86,9 @@ def plot_token_bins(table: Sequence[dict], *, models: Sequence[str] | None = Non
     plt = _mpl()
     per = {s: _select(table, s) for s in BIN_ORDER}
     names = list(models) if models is not None else list(per["N=1"])
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names) + 1.0, 3.6),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(3.2 * len(names) + 1.0, 3.6), sharey=True, squeeze=False
+    )
     for ax, model in zip(axes[0], names):
         batches = [int(r["batch_size"]) for r in per["N=1"][model]]
         x = range(len(batches))
@@ -95,8 +102,9 @@ def plot_token_bins(table: Sequence[dict], *, models: Sequence[str] | None = Non
         ax.set_xlabel(BATCH_LABEL.replace(" (tokens per step)", ""))
     axes[0][0].set_ylabel("Share of activated experts (%)")
     axes[0][0].set_ylim(0, 100)
-    axes[0][-1].legend(title="tokens per expert", fontsize="small", loc="upper left",
-                       bbox_to_anchor=(1.02, 1.0))
+    axes[0][-1].legend(
+        title="tokens per expert", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0)
+    )
     fig.suptitle("Token-count bins of activated experts (N = tokens routed to an expert)")
     fig.tight_layout()
     return fig
@@ -106,8 +114,12 @@ def plot_load_skew(table: Sequence[dict], *, ax=None):
     """Per-step load skew: busiest expert's tokens / mean (B k / E), median over steps, layers."""
     fig, ax = _new(ax)
     for model, rows in _select(table, "peak_over_mean").items():
-        ax.plot([int(r["batch_size"]) for r in rows], [r["value"] for r in rows], marker="o",
-                label=model)
+        ax.plot(
+            [int(r["batch_size"]) for r in rows],
+            [r["value"] for r in rows],
+            marker="o",
+            label=model,
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(BATCH_LABEL)

@@ -37,15 +37,15 @@ from sieve.errors import ConfigError, lookup
 from sieve.traces import DECODE, PREFILL, RoutingTrace, TraceMeta
 
 __all__ = [
-    "RouterParams",
-    "RouterShape",
-    "ROUTER_PRESETS",
     "DEFAULT_PARAMS",
     "PRESET_SOURCES",
-    "get_router_params",
+    "ROUTER_PRESETS",
+    "RouterParams",
+    "RouterShape",
     "SyntheticRouter",
-    "generate_trace",
     "dirichlet_logits",
+    "generate_trace",
+    "get_router_params",
 ]
 
 
@@ -103,8 +103,9 @@ _PHI = 0.9
 
 
 def _preset(alpha: float, drift_sigma: float, kappa: float) -> RouterParams:
-    return RouterParams(alpha=alpha, drift_sigma=drift_sigma, drift_phi=_PHI, reuse_rho=_RHO,
-                        layer_kappa=kappa)
+    return RouterParams(
+        alpha=alpha, drift_sigma=drift_sigma, drift_phi=_PHI, reuse_rho=_RHO, layer_kappa=kappa
+    )
 
 
 # (alpha, drift_sigma) fitted by sieve.calibrate.fit_popularity to the seed's Section 3 numbers
@@ -217,8 +218,13 @@ class SyntheticRouter:
             :class:`sieve.traces.CountTrace`) replacing the Dirichlet static popularity.
     """
 
-    def __init__(self, shape: RouterShape | str, params: RouterParams | None = None,
-                 seed: int | np.random.Generator = 0, popularity: np.ndarray | None = None):
+    def __init__(
+        self,
+        shape: RouterShape | str,
+        params: RouterParams | None = None,
+        seed: int | np.random.Generator = 0,
+        popularity: np.ndarray | None = None,
+    ):
         if isinstance(shape, str):
             name = shape
             shape = RouterShape.from_model(shape)
@@ -251,8 +257,11 @@ class SyntheticRouter:
         Returns:
             The trace; ``meta.seed`` and ``meta.extra["router_params"]`` record the inputs.
         """
-        for name, v, lo in (("batch_size", batch_size, 1), ("n_steps", n_steps, 1),
-                            ("prompt_tokens", prompt_tokens, 0)):
+        for name, v, lo in (
+            ("batch_size", batch_size, 1),
+            ("n_steps", n_steps, 1),
+            ("prompt_tokens", prompt_tokens, 0),
+        ):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
                 raise ConfigError(f"synthetic router: {name} must be an int >= {lo}, got {v!r}")
         p, sh = self.params, self.shape
@@ -274,10 +283,13 @@ class SyntheticRouter:
             for slot in np.flatnonzero(arriving):  # prefill: the prompt advances the latent
                 pre = np.empty((prompt_tokens, L, k), dtype=np.int16)
                 for t in range(prompt_tokens):
-                    pre[t] = self._route(logits, eta[slot : slot + 1], com[slot : slot + 1],
-                                         w_own, w_com)[0]
+                    pre[t] = self._route(
+                        logits, eta[slot : slot + 1], com[slot : slot + 1], w_own, w_com
+                    )[0]
                     if t + 1 < prompt_tokens:
-                        eta[slot], com[slot] = self._advance(rng, eta[slot], com[slot], a_rho, b_rho)
+                        eta[slot], com[slot] = self._advance(
+                            rng, eta[slot], com[slot], a_rho, b_rho
+                        )
                 rows_ids.append((slot, pre))
             dec = ~arriving
             dec_ids = self._route(logits, eta[dec], com[dec], w_own, w_com)
@@ -305,7 +317,8 @@ class SyntheticRouter:
                 phase_steps.append(np.concatenate(rows_phase))
             # advance: drift, every request's latent by one token, churn
             drift = p.drift_phi * drift + math.sqrt(1 - p.drift_phi**2) * p.drift_sigma * (
-                rng.standard_normal((L, E)))
+                rng.standard_normal((L, E))
+            )
             eta, com = self._advance(rng, eta, com, a_rho, b_rho)
             arriving[:] = False
             life -= 1
@@ -319,14 +332,24 @@ class SyntheticRouter:
                 arriving[done] = prompt_tokens > 0
         sizes = [len(x) for x in ids_steps]
         meta = TraceMeta(
-            model=sh.name, n_experts=E, top_k=k, layer_ids=sh.layer_ids,
-            source="sieve synthetic router", seed=self.seed,
-            extra={"router_params": dataclasses.asdict(p), "batch_size": B,
-                   "prompt_tokens": int(prompt_tokens)},
+            model=sh.name,
+            n_experts=E,
+            top_k=k,
+            layer_ids=sh.layer_ids,
+            source="sieve synthetic router",
+            seed=self.seed,
+            extra={
+                "router_params": dataclasses.asdict(p),
+                "batch_size": B,
+                "prompt_tokens": int(prompt_tokens),
+            },
         )
         return RoutingTrace(
-            expert_ids=np.concatenate(ids_steps), step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
-            request_ids=np.concatenate(req_steps), phase=np.concatenate(phase_steps), meta=meta,
+            expert_ids=np.concatenate(ids_steps),
+            step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+            request_ids=np.concatenate(req_steps),
+            phase=np.concatenate(phase_steps),
+            meta=meta,
         )
 
     def _lifetimes(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -337,8 +360,10 @@ class SyntheticRouter:
 
     def _advance(self, rng, eta, com, a_rho, b_rho):
         if a_rho == 0.0:
-            return (rng.standard_normal(eta.shape, dtype=np.float32),
-                    rng.standard_normal(com.shape, dtype=np.float32))
+            return (
+                rng.standard_normal(eta.shape, dtype=np.float32),
+                rng.standard_normal(com.shape, dtype=np.float32),
+            )
         eta = a_rho * eta + b_rho * rng.standard_normal(eta.shape, dtype=np.float32)
         com = a_rho * com + b_rho * rng.standard_normal(com.shape, dtype=np.float32)
         return eta.astype(np.float32, copy=False), com.astype(np.float32, copy=False)
@@ -355,9 +380,16 @@ class SyntheticRouter:
         return out
 
 
-def generate_trace(model: str | RouterShape, batch_size: int, n_steps: int, *,
-                   seed: int | np.random.Generator = 0, params: RouterParams | None = None,
-                   prompt_tokens: int = 0) -> RoutingTrace:
+def generate_trace(
+    model: str | RouterShape,
+    batch_size: int,
+    n_steps: int,
+    *,
+    seed: int | np.random.Generator = 0,
+    params: RouterParams | None = None,
+    prompt_tokens: int = 0,
+) -> RoutingTrace:
     """One-call form of :class:`SyntheticRouter` ``(model, params, seed).generate(...)``."""
-    return SyntheticRouter(model, params, seed).generate(batch_size, n_steps,
-                                                         prompt_tokens=prompt_tokens)
+    return SyntheticRouter(model, params, seed).generate(
+        batch_size, n_steps, prompt_tokens=prompt_tokens
+    )

@@ -15,13 +15,13 @@ from sieve.traces import DECODE, RoutingTrace
 
 __all__ = [
     "BIN_LABELS",
+    "bin_counts",
     "iid_coverage",
     "iid_overlap",
     "load_skew",
-    "bin_counts",
+    "nmi_from_joint",
     "step_stats",
     "temporal_overlap",
-    "nmi_from_joint",
     "top1_joint",
 ]
 
@@ -108,8 +108,9 @@ def _sets_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, :, None] == b[:, None, :]).any(axis=2).sum(axis=1)
 
 
-def temporal_overlap(trace: RoutingTrace, by: str = "request", max_steps: int | None = None
-                     ) -> np.ndarray:
+def temporal_overlap(
+    trace: RoutingTrace, by: str = "request", max_steps: int | None = None
+) -> np.ndarray:
     """Mean number of experts a decode token shares with the same request's previous token.
 
     Args:
@@ -143,7 +144,7 @@ def temporal_overlap(trace: RoutingTrace, by: str = "request", max_steps: int | 
             else:
                 if (req < 0).any():
                     raise ConfigError("temporal_overlap: request ids unknown; use by='slot'")
-                common, ia, ib = np.intersect1d(p_req, req, return_indices=True)
+                _, ia, ib = np.intersect1d(p_req, req, return_indices=True)
                 a, b = p_ids[ia], ids[ib]
             for j in range(trace.n_layers):
                 tot[j] += _sets_overlap(a[:, j], b[:, j]).sum()

@@ -21,12 +21,12 @@ from sieve.errors import TraceFormatError
 from sieve.traces import DECODE, PREFILL, CountTrace, RoutingTrace, TraceMeta
 
 __all__ = [
-    "read_vllm_router_log",
-    "read_count_matrix",
+    "LayerTransitions",
     "read_allenai_counts",
     "read_allenai_crosslayer",
+    "read_count_matrix",
     "read_fiddler_popularity",
-    "LayerTransitions",
+    "read_vllm_router_log",
 ]
 
 
@@ -45,7 +45,9 @@ def _int_list(rec: dict, key: str, path: Path, line: int, n: int | None) -> list
     v = rec.get(key)
     if v is None:
         raise _fail(path, line, key, "missing")
-    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+    if not isinstance(v, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in v
+    ):
         raise _fail(path, line, key, f"expected a list of ints, got {v!r}"[:120])
     if n is not None and len(v) != n:
         raise _fail(path, line, key, f"expected {n} entries (top_k), got {len(v)}")
@@ -58,7 +60,7 @@ def _parse_log(path: Path, top_k: int | None) -> tuple[dict[int, list[list[dict]
     prev_idx: dict[int, int] = {}
     meta: dict[str, Any] = {}
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
     with fh:
@@ -85,8 +87,11 @@ def _parse_log(path: Path, top_k: int | None) -> tuple[dict[int, list[list[dict]
             if min(ids) < 0:
                 raise _fail(path, lineno, "topk_ids", f"negative expert id in {ids}")
             w = rec.get("topk_weights")
-            if w is not None and (not isinstance(w, list) or len(w) != len(ids)
-                                  or not all(isinstance(x, (int, float)) for x in w)):
+            if w is not None and (
+                not isinstance(w, list)
+                or len(w) != len(ids)
+                or not all(isinstance(x, (int, float)) for x in w)
+            ):
                 raise _fail(path, lineno, "topk_weights", f"expected {len(ids)} numbers")
             layer, tok = rec.get("layer"), rec.get("token_idx")
             for key, val in (("layer", layer), ("token_idx", tok)):
@@ -96,8 +101,12 @@ def _parse_log(path: Path, top_k: int | None) -> tuple[dict[int, list[list[dict]
             if tok == 0:
                 passes.append([])
             elif not passes or tok != prev_idx[layer] + 1:
-                raise _fail(path, lineno, "token_idx",
-                            f"{tok} does not follow {prev_idx.get(layer)} (passes restart at 0)")
+                raise _fail(
+                    path,
+                    lineno,
+                    "token_idx",
+                    f"{tok} does not follow {prev_idx.get(layer)} (passes restart at 0)",
+                )
             prev_idx[layer] = tok
             passes[-1].append({"ids": ids, "w": w, "req": rec.get("req_id"), "line": lineno})
     if not layers:
@@ -147,7 +156,9 @@ def read_vllm_router_log(
         top_k = k
         for layer, passes in layers.items():
             if layer in per_layer:
-                raise _fail(path, None, "layer", f"layer {layer} also logged in {per_layer[layer][0]}")
+                raise _fail(
+                    path, None, "layer", f"layer {layer} also logged in {per_layer[layer][0]}"
+                )
             per_layer[layer] = (path, passes)
     layer_ids = sorted(per_layer)
     ref_path, ref = per_layer[layer_ids[0]]
@@ -156,10 +167,17 @@ def read_vllm_router_log(
         path, passes = per_layer[layer]
         other = [len(p) for p in passes]
         if other != sizes:
-            bad = next((i for i, (a, b) in enumerate(zip(sizes, other)) if a != b), min(len(sizes), len(other)))
-            raise _fail(path, None, "token_idx",
-                        f"pass structure of layer {layer} differs from layer {layer_ids[0]} "
-                        f"({ref_path}) at pass {bad}")
+            bad = next(
+                (i for i, (a, b) in enumerate(zip(sizes, other)) if a != b),
+                min(len(sizes), len(other)),
+            )
+            raise _fail(
+                path,
+                None,
+                "token_idx",
+                f"pass structure of layer {layer} differs from layer {layer_ids[0]} "
+                f"({ref_path}) at pass {bad}",
+            )
     if warmup_passes == "auto":
         n_skip = 0
         while n_skip < len(ref) and len({tuple(r["ids"]) for r in ref[n_skip]}) == 1:
@@ -167,8 +185,12 @@ def read_vllm_router_log(
     elif isinstance(warmup_passes, int) and 0 <= warmup_passes < len(ref):
         n_skip = warmup_passes
     else:
-        raise _fail(ref_path, None, "warmup_passes",
-                    f"expected 'auto' or an int in [0, {len(ref)}), got {warmup_passes!r}")
+        raise _fail(
+            ref_path,
+            None,
+            "warmup_passes",
+            f"expected 'auto' or an int in [0, {len(ref)}), got {warmup_passes!r}",
+        )
     keep = range(n_skip, len(ref))
     n_tok = sum(sizes[i] for i in keep)
     L = len(layer_ids)
@@ -185,26 +207,43 @@ def read_vllm_router_log(
             gw[:, j] = [r["w"] for r in rows]
         if n_experts is not None and ids[:, j].max(initial=-1) >= n_experts:
             r = next(r for r in rows if max(r["ids"]) >= n_experts)
-            raise _fail(path, r["line"], "topk_ids", f"expert id {max(r['ids'])} >= n_experts {n_experts}")
+            raise _fail(
+                path, r["line"], "topk_ids", f"expert id {max(r['ids'])} >= n_experts {n_experts}"
+            )
     offsets = np.concatenate([[0], np.cumsum([sizes[i] for i in keep])]).astype(np.int64)
     req_raw = [r["req"] for i in keep for r in ref[i]]
     known = len(set(req_raw)) > 1 and all(r is not None for r in req_raw)
     req, phase = _requests_and_phase(req_raw, offsets, known, max_decode_batch, sizes[n_skip:])
     inferred = n_experts is None
     E = int(ids.max()) + 1 if inferred else int(n_experts)
-    extra = {"importer": "vllm_router_log", "files": [str(p) for p in paths],
-             "warmup_passes_dropped": n_skip, "request_ids_known": known,
-             "n_experts_inferred": inferred, "vllm_meta": meta}
+    extra = {
+        "importer": "vllm_router_log",
+        "files": [str(p) for p in paths],
+        "warmup_passes_dropped": n_skip,
+        "request_ids_known": known,
+        "n_experts_inferred": inferred,
+        "vllm_meta": meta,
+    }
     return RoutingTrace(
-        expert_ids=ids.astype(np.int16), step_offsets=offsets, request_ids=req, phase=phase,
+        expert_ids=ids.astype(np.int16),
+        step_offsets=offsets,
+        request_ids=req,
+        phase=phase,
         gate_weights=gw,
-        meta=TraceMeta(model=model or str(meta.get("model_id", "")), n_experts=E, top_k=top_k,
-                       layer_ids=tuple(layer_ids), source="vLLM router log", extra=extra),
+        meta=TraceMeta(
+            model=model or str(meta.get("model_id", "")),
+            n_experts=E,
+            top_k=top_k,
+            layer_ids=tuple(layer_ids),
+            source="vLLM router log",
+            extra=extra,
+        ),
     )
 
 
-def _requests_and_phase(req_raw: list, offsets: np.ndarray, known: bool,
-                        max_decode_batch: int | None, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _requests_and_phase(
+    req_raw: list, offsets: np.ndarray, known: bool, max_decode_batch: int | None, sizes: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
     n = int(offsets[-1])
     phase = np.full(n, DECODE, dtype=np.int8)
     if not known:
@@ -295,8 +334,9 @@ def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
     return np.asarray(out, dtype=np.int64), lids
 
 
-def read_count_matrix(path: str | Path, *, top_k: int, model: str = "",
-                      layer_ids: Sequence[int] | None = None) -> CountTrace:
+def read_count_matrix(
+    path: str | Path, *, top_k: int, model: str = "", layer_ids: Sequence[int] | None = None
+) -> CountTrace:
     """Read a per-layer per-expert count matrix (rows = layers, columns = experts).
 
     Accepted: ``.csv`` (optional header row; a first column named ``layer`` gives layer ids),
@@ -330,8 +370,13 @@ def read_count_matrix(path: str | Path, *, top_k: int, model: str = "",
     lids = list(layer_ids) if layer_ids is not None else (lids or list(range(len(counts))))
     if len(lids) != len(counts):
         raise _fail(path, None, "layers", f"{len(lids)} layer ids for {len(counts)} rows")
-    meta = TraceMeta(model=model, n_experts=counts.shape[1], top_k=top_k, layer_ids=lids,
-                     source=f"count matrix {path.name}")
+    meta = TraceMeta(
+        model=model,
+        n_experts=counts.shape[1],
+        top_k=top_k,
+        layer_ids=lids,
+        source=f"count matrix {path.name}",
+    )
     return CountTrace(counts=counts, meta=meta, n_tokens=int(counts[0].sum() // top_k))
 
 
@@ -358,11 +403,20 @@ def read_allenai_counts(path: str | Path) -> CountTrace:
         raise _fail(path, None, "counts", f"shape {counts.shape} != ({len(layers)}, {E})")
     bad = np.flatnonzero(counts.sum(axis=1) != n_tok * k)
     if bad.size:
-        raise _fail(path, None, f"counts[{bad[0]}]",
-                    f"sums to {counts[bad[0]].sum()}, expected num_tokens*top_k = {n_tok * k}")
-    meta = TraceMeta(model=str(d.get("model", "")), n_experts=E, top_k=k, layer_ids=layers,
-                     source=f"allenai/OLMoE routing analysis: {d.get('domain', path.stem)}",
-                     extra={"domain": d.get("domain", path.stem)})
+        raise _fail(
+            path,
+            None,
+            f"counts[{bad[0]}]",
+            f"sums to {counts[bad[0]].sum()}, expected num_tokens*top_k = {n_tok * k}",
+        )
+    meta = TraceMeta(
+        model=str(d.get("model", "")),
+        n_experts=E,
+        top_k=k,
+        layer_ids=layers,
+        source=f"allenai/OLMoE routing analysis: {d.get('domain', path.stem)}",
+        extra={"domain": d.get("domain", path.stem)},
+    )
     return CountTrace(counts=counts, meta=meta, n_tokens=n_tok)
 
 
@@ -377,10 +431,20 @@ def read_fiddler_popularity(path: str | Path, top_k: int = 2) -> CountTrace:
     counts = _check_matrix(path, _field(path, d, "expert_popularity", list), "expert_popularity")
     sums = counts.sum(axis=1)
     if np.any(sums != sums[0]) or sums[0] % top_k:
-        raise _fail(path, None, "expert_popularity", f"row sums {sorted(set(sums.tolist()))[:4]} "
-                    f"are not one common multiple of top_k={top_k}")
-    meta = TraceMeta(model="mistralai/Mixtral-8x7B", n_experts=counts.shape[1], top_k=top_k,
-                     layer_ids=range(len(counts)), source=f"Fiddler popularity: {path.stem}")
+        raise _fail(
+            path,
+            None,
+            "expert_popularity",
+            f"row sums {sorted(set(sums.tolist()))[:4]} "
+            f"are not one common multiple of top_k={top_k}",
+        )
+    meta = TraceMeta(
+        model="mistralai/Mixtral-8x7B",
+        n_experts=counts.shape[1],
+        top_k=top_k,
+        layer_ids=range(len(counts)),
+        source=f"Fiddler popularity: {path.stem}",
+    )
     return CountTrace(counts=counts, meta=meta, n_tokens=int(sums[0] // top_k))
 
 
@@ -409,5 +473,9 @@ def read_allenai_crosslayer(path: str | Path) -> LayerTransitions:
     arr = np.stack([_check_matrix(path, m, f"pair_counts[{p}]") for p, m in enumerate(mats)])
     if arr.shape[1:] != (E, E):
         raise _fail(path, None, "pair_counts", f"matrices are {arr.shape[1:]}, expected ({E}, {E})")
-    return LayerTransitions(pairs=tuple((int(a), int(b)) for a, b in pairs), matrices=arr,
-                            model=str(d.get("model", "")), source=f"allenai crosslayer {path.stem}")
+    return LayerTransitions(
+        pairs=tuple((int(a), int(b)) for a, b in pairs),
+        matrices=arr,
+        model=str(d.get("model", "")),
+        source=f"allenai crosslayer {path.stem}",
+    )

@@ -28,18 +28,18 @@ from sieve.errors import ConfigError, TraceFormatError
 from sieve.outputs import atomic_write
 
 __all__ = [
+    "DECODE",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "PREFILL",
-    "DECODE",
-    "TraceMeta",
-    "RoutingTrace",
     "CountTrace",
-    "load_trace",
-    "iter_trace_chunks",
+    "RoutingTrace",
+    "TraceMeta",
     "contiguous_placement",
     "gpu_counts",
     "gpu_loads",
+    "iter_trace_chunks",
+    "load_trace",
 ]
 
 FORMAT_NAME = "sieve-routing-trace"
@@ -173,7 +173,9 @@ class RoutingTrace:
     def steps(self, start: int, stop: int) -> RoutingTrace:
         """Steps ``[start, stop)`` as a new in-memory trace (copies; works on memory maps)."""
         if not 0 <= start <= stop <= self.n_steps:
-            raise ConfigError(f"RoutingTrace: step range [{start}, {stop}) outside 0..{self.n_steps}")
+            raise ConfigError(
+                f"RoutingTrace: step range [{start}, {stop}) outside 0..{self.n_steps}"
+            )
         a, b = int(self.step_offsets[start]), int(self.step_offsets[stop])
         gw = None if self.gate_weights is None else np.array(self.gate_weights[a:b])
         return RoutingTrace(
@@ -247,7 +249,7 @@ class RoutingTrace:
 def layer_counts(ids: np.ndarray, n_experts: int) -> np.ndarray:
     """``(n_layers, n_experts)`` counts of ``ids`` shaped ``(n_tokens, n_layers, top_k)``."""
     n_layers = ids.shape[1]
-    flat = (ids.astype(np.int64) + (np.arange(n_layers, dtype=np.int64) * n_experts)[:, None])
+    flat = ids.astype(np.int64) + (np.arange(n_layers, dtype=np.int64) * n_experts)[:, None]
     return np.bincount(flat.ravel(), minlength=n_layers * n_experts).reshape(n_layers, n_experts)
 
 
@@ -259,8 +261,9 @@ def _read_header(path: Path, npz: Any) -> dict[str, Any]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
     if header.get("format") != FORMAT_NAME:
-        raise TraceFormatError(f"{path}: field 'header.format' is {header.get('format')!r}, "
-                               f"expected {FORMAT_NAME!r}")
+        raise TraceFormatError(
+            f"{path}: field 'header.format' is {header.get('format')!r}, expected {FORMAT_NAME!r}"
+        )
     version = header.get("version")
     if not isinstance(version, int) or version < 1 or version > FORMAT_VERSION:
         raise TraceFormatError(
@@ -282,8 +285,11 @@ def _mmap_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
         n_extra = int.from_bytes(local[28:30], "little")
         fh.seek(info.header_offset + 30 + n_name + n_extra)
         version = np.lib.format.read_magic(fh)
-        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                else np.lib.format.read_array_header_2_0)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
         shape, fortran, dtype = read(fh)
         offset = fh.tell()
     if fortran:
@@ -322,7 +328,9 @@ def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
         has_gw = "gate_weights" in npz.files
         if mmap:
             with zipfile.ZipFile(path) as zf:
-                arr = {n: _mmap_member(path, zf, n) for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]}
+                arr = {
+                    n: _mmap_member(path, zf, n) for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]
+                }
         else:
             arr = {n: npz[n] for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]}
     arr["step_offsets"] = np.asarray(arr["step_offsets"], dtype=np.int64)

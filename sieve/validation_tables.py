@@ -10,13 +10,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.calibrate import (HELD_OUT_TARGETS, QWEN15_FIT, SEED_TARGETS, SHARED, aggregate_skew,
-                             allenai_nmi, fiddler_targets, qwen15_real, qwen15_stats,
-                             qwen15_synthetic, step_sample_stats, synthetic_nmi)
+from sieve.calibrate import (
+    HELD_OUT_TARGETS,
+    QWEN15_FIT,
+    SEED_TARGETS,
+    SHARED,
+    aggregate_skew,
+    allenai_nmi,
+    fiddler_targets,
+    qwen15_real,
+    qwen15_stats,
+    qwen15_synthetic,
+    step_sample_stats,
+    synthetic_nmi,
+)
 from sieve.models import MODELS, get_model
-from sieve.router import (DEFAULT_PARAMS, ROUTER_PRESETS, SyntheticRouter, _KAPPA_FINE,
-                          _KAPPA_MIXTRAL)
-from sieve.routing_stats import iid_coverage, iid_overlap, nmi_from_joint, temporal_overlap, top1_joint
+from sieve.router import (
+    _KAPPA_FINE,
+    _KAPPA_MIXTRAL,
+    DEFAULT_PARAMS,
+    PRESET_SOURCES,
+    ROUTER_PRESETS,
+    SyntheticRouter,
+)
+from sieve.routing_stats import (
+    iid_coverage,
+    iid_overlap,
+    nmi_from_joint,
+    temporal_overlap,
+    top1_joint,
+)
 
 __all__ = ["render_all"]
 
@@ -42,50 +65,76 @@ def _model_stats(model: str, batch: int) -> list[dict]:
 
 
 def seed_table() -> str:
-    rows = ["| model | statistic | B | target | achieved (mean ± sd, 3 seeds) | within tol? | fitted | source |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| model | statistic | B | target | achieved (mean ± sd, 3 seeds) | within tol? | fitted | source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for t in (*SEED_TARGETS, *[h for h in HELD_OUT_TARGETS if h.model != "deepseek-v3"]):
         vals = [r[t.stat] for r in _model_stats(t.model, t.batch)]
         fitted = t in SEED_TARGETS
         ok = f"{abs(np.mean(vals) - t.value) <= t.tol}" if t.tol else "n/a"
-        rows.append(f"| {t.model} | {t.stat} | {t.batch} | {_fmt(t.value)} | {_pm(vals)} | {ok} "
-                    f"(tol {t.tol}) | {'yes' if fitted else 'no'} | {t.source} |")
+        rows.append(
+            f"| {t.model} | {t.stat} | {t.batch} | {_fmt(t.value)} | {_pm(vals)} | {ok} "
+            f"(tol {t.tol}) | {'yes' if fitted else 'no'} | {t.source} |"
+        )
     return "\n".join(rows)
 
 
 def unfitted_model_table() -> str:
-    rows = ["| model | preset | coverage / iid at B=16, 64, 128 | aggregate max/mean, Hn | "
-            "temporal overlap (x iid) | adjacent-layer NMI |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        (
+            "| model | preset | coverage / iid at B=16, 64, 128 | aggregate max/mean, Hn | "
+            "temporal overlap (x iid) | adjacent-layer NMI |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
     for name in sorted(MODELS):
         m = get_model(name)
         p = ROUTER_PRESETS[name]
         ratios = []
         for b in (16, 64, 128):
-            cov = [step_sample_stats(SyntheticRouter(name, seed=s).generate(b, 4).all_counts()
-                                     .reshape(-1, m.n_experts))["coverage"] for s in SEEDS[:2]]
+            cov = [
+                step_sample_stats(
+                    SyntheticRouter(name, seed=s)
+                    .generate(b, 4)
+                    .all_counts()
+                    .reshape(-1, m.n_experts)
+                )["coverage"]
+                for s in SEEDS[:2]
+            ]
             ratios.append(np.mean(cov) / iid_coverage(m.n_experts, m.top_k, b))
         mm, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 200000, n_layers=16)
         t = SyntheticRouter(name, seed=0).generate(32, 12)
         ov = temporal_overlap(t).mean() / iid_overlap(m.n_experts, m.top_k)
         big = SyntheticRouter(name, seed=0).generate(4096, 1)
-        nmi = np.mean([nmi_from_joint(top1_joint(big, j, j + 1), True) for j in range(0, 6)])
-        rows.append(f"| {name} | {PRESET_SOURCES[name]} | {', '.join(_fmt(r, 2) for r in ratios)} | "
-                    f"{mm:.2f}, {hn:.3f} | {ov:.2f} | {nmi:.3f} |")
+        nmi = np.mean([nmi_from_joint(top1_joint(big, j, j + 1), True) for j in range(6)])
+        rows.append(
+            f"| {name} | {PRESET_SOURCES[name]} | {', '.join(_fmt(r, 2) for r in ratios)} | "
+            f"{mm:.2f}, {hn:.3f} | {ov:.2f} | {nmi:.3f} |"
+        )
     return "\n".join(rows)
 
 
 def deepseek_table() -> str:
     m = get_model("deepseek-v3")
     p = ROUTER_PRESETS["deepseek-v3"]
-    rows = ["| statistic | reference (not fitted) | synthetic (deepseek-v3 preset) | source |",
-            "|---|---|---|---|"]
+    rows = [
+        "| statistic | reference (not fitted) | synthetic (deepseek-v3 preset) | source |",
+        "|---|---|---|---|",
+    ]
     for t in HELD_OUT_TARGETS:
         if t.model != "deepseek-v3":
             continue
         if t.stat == "coverage":
-            v = [step_sample_stats(SyntheticRouter("deepseek-v3", seed=s).generate(t.batch, 4)
-                                   .all_counts().reshape(-1, m.n_experts))["coverage"] for s in SEEDS]
+            v = [
+                step_sample_stats(
+                    SyntheticRouter("deepseek-v3", seed=s)
+                    .generate(t.batch, 4)
+                    .all_counts()
+                    .reshape(-1, m.n_experts)
+                )["coverage"]
+                for s in SEEDS
+            ]
             got = _pm(v)
             label = f"coverage at B={t.batch} (iid {iid_coverage(256, 8, t.batch):.3f})"
         else:
@@ -97,50 +146,74 @@ def deepseek_table() -> str:
 
 
 def kappa_table() -> str:
-    rows = ["| data | domain | real NMI 0→7, 7→15 | synthetic NMI (fitted kappa) |", "|---|---|---|---|"]
+    rows = [
+        "| data | domain | real NMI 0→7, 7→15 | synthetic NMI (fitted kappa) |",
+        "|---|---|---|---|",
+    ]
     for fam, kappa in (("olmoe", _KAPPA_FINE), ("mistral", _KAPPA_MIXTRAL)):
         for d in allenai_nmi(fam):
             syn = synthetic_nmi(d, kappa)
-            rows.append(f"| {fam} (kappa={kappa:.3f}) | {d['domain']} | "
-                        f"{', '.join(_fmt(x) for x in d['nmi'])} | {', '.join(_fmt(x) for x in syn)} |")
+            rows.append(
+                f"| {fam} (kappa={kappa:.3f}) | {d['domain']} | "
+                f"{', '.join(_fmt(x) for x in d['nmi'])} | {', '.join(_fmt(x) for x in syn)} |"
+            )
     return "\n".join(rows)
 
 
 def qwen15_table() -> str:
     real = qwen15_real()
     rs = qwen15_stats(real)
-    fit_p = DEFAULT_PARAMS.replace(alpha=QWEN15_FIT["alpha"], drift_sigma=QWEN15_FIT["drift_sigma"],
-                                   layer_kappa=_KAPPA_FINE)
-    runs = {"fit": [qwen15_stats(qwen15_synthetic(real, fit_p, 100 + i)) for i in range(8)],
-            "default": [qwen15_stats(qwen15_synthetic(real, DEFAULT_PARAMS, 100 + i))
-                        for i in range(8)]}
+    fit_p = DEFAULT_PARAMS.replace(
+        alpha=QWEN15_FIT["alpha"], drift_sigma=QWEN15_FIT["drift_sigma"], layer_kappa=_KAPPA_FINE
+    )
+    runs = {
+        "fit": [qwen15_stats(qwen15_synthetic(real, fit_p, 100 + i)) for i in range(8)],
+        "default": [
+            qwen15_stats(qwen15_synthetic(real, DEFAULT_PARAMS, 100 + i)) for i in range(8)
+        ],
+    }
     fitted = {"coverage_over_iid", "agg_max_over_mean", "temporal_overlap"}
-    rows = ["| statistic (decode, B ≤ 25) | real: mean (per-layer range) | synthetic, Qwen1.5 fit | "
-            "synthetic, default preset | fitted? |", "|---|---|---|---|---|"]
+    rows = [
+        (
+            "| statistic (decode, B ≤ 25) | real: mean (per-layer range) | synthetic, Qwen1.5 fit | "
+            "synthetic, default preset | fitted? |"
+        ),
+        "|---|---|---|---|---|",
+    ]
     for k, v in rs.items():
-        rows.append(f"| {k} | {np.mean(v):.3f} ({v.min():.3f}-{v.max():.3f}) | "
-                    f"{_pm([r[k].mean() for r in runs['fit']])} | "
-                    f"{_pm([r[k].mean() for r in runs['default']])} | "
-                    f"{'yes (Qwen1.5 fit)' if k in fitted else 'no'} |")
+        rows.append(
+            f"| {k} | {np.mean(v):.3f} ({v.min():.3f}-{v.max():.3f}) | "
+            f"{_pm([r[k].mean() for r in runs['fit']])} | "
+            f"{_pm([r[k].mean() for r in runs['default']])} | "
+            f"{'yes (Qwen1.5 fit)' if k in fitted else 'no'} |"
+        )
     return "\n".join(rows)
 
 
 def render_all() -> str:
-    parts = ["### Seed Figure 3/5 targets (fitted) and router-independent B=1 values\n",
-             seed_table(),
-             "\n### Unfitted statistics of every preset (§C.2-§C.4 ranges in the text)\n",
-             unfitted_model_table(),
-             "\n### DeepSeek-V3 (held out: quoted statistics, no fit)\n", deepseek_table()]
+    parts = [
+        "### Seed Figure 3/5 targets (fitted) and router-independent B=1 values\n",
+        seed_table(),
+        "\n### Unfitted statistics of every preset (§C.2-§C.4 ranges in the text)\n",
+        unfitted_model_table(),
+        "\n### DeepSeek-V3 (held out: quoted statistics, no fit)\n",
+        deepseek_table(),
+    ]
     if SHARED.exists():
         fid = fiddler_targets()
         mix = ROUTER_PRESETS["mixtral-8x22b"]
         mm, hn = aggregate_skew(mix.alpha, mix.drift_sigma, 8, 2, fid["n_tokens"])
-        parts += ["\n### Mixtral aggregate skew (fitted, Fiddler MMLU data)\n",
-                  f"real median max/mean {fid['max_over_mean']:.3f}, Hn {fid['norm_entropy']:.4f}; "
-                  f"synthetic {mm:.3f}, {hn:.4f}",
-                  "\n### Inter-layer NMI (kappa fit, Miller-Madow corrected)\n", kappa_table(),
-                  "\n### Real Qwen1.5-MoE vLLM log vs synthetic (same shape, same per-step batch)\n",
-                  qwen15_table()]
+        parts += [
+            "\n### Mixtral aggregate skew (fitted, Fiddler MMLU data)\n",
+            (
+                f"real median max/mean {fid['max_over_mean']:.3f}, Hn {fid['norm_entropy']:.4f}; "
+                f"synthetic {mm:.3f}, {hn:.4f}"
+            ),
+            "\n### Inter-layer NMI (kappa fit, Miller-Madow corrected)\n",
+            kappa_table(),
+            "\n### Real Qwen1.5-MoE vLLM log vs synthetic (same shape, same per-step batch)\n",
+            qwen15_table(),
+        ]
     else:
         parts.append(f"\n(real-data sections skipped: {SHARED} not found)")
     return "\n".join(parts) + "\n"

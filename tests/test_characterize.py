@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
 import pytest
 
-from sieve.characterize import (CharacterizeConfig, characterize, characterize_trace,
-                                read_table_csv, run_characterize, table_to_csv)
+from sieve.characterize import (
+    CharacterizeConfig,
+    characterize,
+    characterize_trace,
+    read_table_csv,
+    run_characterize,
+    table_to_csv,
+)
 from sieve.cli import main
 from sieve.errors import ConfigError
 from sieve.models import get_model
@@ -25,7 +32,9 @@ def table():
 
 
 def _value(rows, model, b, stat, col="value"):
-    (r,) = [r for r in rows if r["model"] == model and r["batch_size"] == b and r["statistic"] == stat]
+    (r,) = [
+        r for r in rows if r["model"] == model and r["batch_size"] == b and r["statistic"] == stat
+    ]
     return r[col]
 
 
@@ -39,14 +48,17 @@ def test_bins_sum_to_one_and_b1_is_all_gemv(table):
 def test_act_ratio_bounds_and_monotone_in_batch(table):
     for model in ("gpt-oss-20b", "mixtral-8x7b"):
         m = get_model(model)
-        floor = (m.non_moe_params() + m.n_moe_layers * m.n_shared_experts
-                 * m.shared_expert_params()) / m.total_params()
+        floor = (
+            m.non_moe_params() + m.n_moe_layers * m.n_shared_experts * m.shared_expert_params()
+        ) / m.total_params()
         act = [_value(table, model, b, "act_ratio") for b in BATCHES]
         assert act[0] == pytest.approx(m.act_ratio(m.top_k))  # B=1: exactly top_k per layer
         assert all(floor <= a <= 1.0 for a in act)
-        assert all(x <= y for x, y in zip(act, act[1:]))
+        assert all(x <= y for x, y in itertools.pairwise(act))
         for b in BATCHES:
-            assert _value(table, model, b, "act_ratio", "p05") <= _value(table, model, b, "act_ratio")
+            assert _value(table, model, b, "act_ratio", "p05") <= _value(
+                table, model, b, "act_ratio"
+            )
 
 
 def test_characterize_trace_matches_a_direct_count():
@@ -102,15 +114,39 @@ def test_config_validation_messages():
 
 def test_cli_writes_csv_config_and_figures(tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["characterize", "--models", "gpt-oss-20b", "--batch", "1,8", "--steps", "3",
-               "--seed", "7", "--out", str(out)])
+    rc = main(
+        [
+            "characterize",
+            "--models",
+            "gpt-oss-20b",
+            "--batch",
+            "1,8",
+            "--steps",
+            "3",
+            "--seed",
+            "7",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["characterize.csv", "config.json", "fig3_act_ratio.pdf", "fig3_act_ratio.png",
-                     "fig5_token_bins.pdf", "fig5_token_bins.png"]
+    assert names == [
+        "characterize.csv",
+        "config.json",
+        "fig3_act_ratio.pdf",
+        "fig3_act_ratio.png",
+        "fig5_token_bins.pdf",
+        "fig5_token_bins.png",
+    ]
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg == {"command": "characterize", "models": ["gpt-oss-20b"], "batch_sizes": [1, 8],
-                   "n_steps": 3, "seed": 7}
+    assert cfg == {
+        "command": "characterize",
+        "models": ["gpt-oss-20b"],
+        "batch_sizes": [1, 8],
+        "n_steps": 3,
+        "seed": 7,
+    }
     assert (out / "fig3_act_ratio.png").read_bytes()[:4] == b"\x89PNG"
     rows = read_table_csv(out / "characterize.csv")
     assert {r["seed"] for r in rows} == {7}

@@ -8,8 +8,14 @@ import pytest
 from sieve.calibrate import SEED_TARGETS, step_sample_stats
 from sieve.errors import ConfigError
 from sieve.models import get_model
-from sieve.router import (ROUTER_PRESETS, RouterParams, RouterShape, SyntheticRouter,
-                          generate_trace, get_router_params)
+from sieve.router import (
+    ROUTER_PRESETS,
+    RouterParams,
+    RouterShape,
+    SyntheticRouter,
+    generate_trace,
+    get_router_params,
+)
 from sieve.routing_stats import iid_overlap, nmi_from_joint, temporal_overlap, top1_joint
 from sieve.traces import DECODE, PREFILL
 
@@ -50,9 +56,12 @@ def test_first_choice_follows_the_popularity_law():
 
 def test_reuse_and_layer_correlation_knobs_move_the_statistics():
     base = P.replace(alpha=50.0, drift_sigma=0.0)
-    ov = {rho: temporal_overlap(generate_trace(SHAPE, 64, 20, seed=2,
-                                               params=base.replace(reuse_rho=rho))).mean()
-          for rho in (0.0, 0.9)}
+    ov = {
+        rho: temporal_overlap(
+            generate_trace(SHAPE, 64, 20, seed=2, params=base.replace(reuse_rho=rho))
+        ).mean()
+        for rho in (0.0, 0.9)
+    }
     assert ov[0.0] == pytest.approx(iid_overlap(32, 4), abs=0.05)
     assert ov[0.9] > 3 * ov[0.0]
     nmi = {}
@@ -96,8 +105,10 @@ def _achieved(model: str, batch: int, stat: str, n_steps: int) -> float:
 
 
 @pytest.mark.parametrize(
-    "target", [t for t in SEED_TARGETS if t.model != "qwen3-next-80b-a3b" and t.stat != "act_ratio"],
-    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}")
+    "target",
+    [t for t in SEED_TARGETS if t.model != "qwen3-next-80b-a3b" and t.stat != "act_ratio"],
+    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}",
+)
 def test_presets_meet_seed_bin_targets_within_documented_tolerance(target):
     """docs/validation.md: fitted seed targets are met within 2 x tol (tol = 0.03)."""
     got = _achieved(target.model, target.batch, target.stat, 8)
@@ -106,8 +117,10 @@ def test_presets_meet_seed_bin_targets_within_documented_tolerance(target):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "target", [t for t in SEED_TARGETS if t.model == "qwen3-next-80b-a3b" or t.stat == "act_ratio"],
-    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}")
+    "target",
+    [t for t in SEED_TARGETS if t.model == "qwen3-next-80b-a3b" or t.stat == "act_ratio"],
+    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}",
+)
 def test_presets_meet_remaining_seed_targets(target):
     got = _achieved(target.model, target.batch, target.stat, 16)
     if target.model == "mixtral-8x22b" and target.stat == "act_ratio":
@@ -115,3 +128,28 @@ def test_presets_meet_remaining_seed_targets(target):
         assert 0.95 <= got < target.value
     else:
         assert abs(got - target.value) <= 2 * target.tol
+
+
+@pytest.mark.slow
+def test_stored_qwen3_preset_is_what_the_fit_returns():
+    from sieve.calibrate import fit_popularity
+
+    tg = [t for t in SEED_TARGETS if t.model == "qwen3-30b-a3b"]
+    (alpha, sigma), rows, _ = fit_popularity("qwen3-30b-a3b", tg)
+    p = ROUTER_PRESETS["qwen3-30b-a3b"]
+    assert alpha == pytest.approx(p.alpha, rel=0.02) and sigma == pytest.approx(
+        p.drift_sigma, abs=0.01
+    )
+    assert all(abs(a - t.value) <= t.tol for t, a in rows)
+
+
+@pytest.mark.slow
+def test_stored_mixtral_kappa_is_what_the_fit_returns():
+    from conftest import shared_trace
+
+    from sieve.calibrate import fit_kappa
+    from sieve.router import _KAPPA_MIXTRAL
+
+    shared_trace("allenai_olmoe_routing_analysis", "mistral")
+    kappa, _ = fit_kappa("mistral")
+    assert kappa == pytest.approx(_KAPPA_MIXTRAL, abs=0.005)

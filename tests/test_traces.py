@@ -7,16 +7,37 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from conftest import shared_trace
+
 from sieve.errors import ConfigError, TraceFormatError
-from sieve.routing_stats import (bin_counts, iid_coverage, load_skew, nmi_from_joint, step_stats,
-                                 temporal_overlap, top1_joint)
-from sieve.trace_io import (read_allenai_counts, read_allenai_crosslayer, read_count_matrix,
-                            read_fiddler_popularity, read_vllm_router_log)
-from sieve.traces import (DECODE, FORMAT_VERSION, PREFILL, RoutingTrace, TraceMeta,
-                          contiguous_placement, gpu_counts, gpu_loads, iter_trace_chunks,
-                          load_trace)
+from sieve.routing_stats import (
+    bin_counts,
+    iid_coverage,
+    load_skew,
+    nmi_from_joint,
+    step_stats,
+    temporal_overlap,
+    top1_joint,
+)
+from sieve.trace_io import (
+    read_allenai_counts,
+    read_allenai_crosslayer,
+    read_count_matrix,
+    read_fiddler_popularity,
+    read_vllm_router_log,
+)
+from sieve.traces import (
+    DECODE,
+    FORMAT_VERSION,
+    PREFILL,
+    RoutingTrace,
+    TraceMeta,
+    contiguous_placement,
+    gpu_counts,
+    gpu_loads,
+    iter_trace_chunks,
+    load_trace,
+)
 
 QWEN = "qwen15_moe_vllm_moe_logger_gsm8k"
 
@@ -26,8 +47,10 @@ def random_trace(rng, n_steps=7, n_layers=3, E=16, k=4, gates=True) -> RoutingTr
     n = int(sizes.sum())
     ids = np.argsort(rng.random((n, n_layers, E)), axis=2)[:, :, :k].astype(np.int16)
     return RoutingTrace(
-        expert_ids=ids, step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
-        request_ids=rng.integers(-1, 5, size=n), phase=rng.integers(0, 2, size=n).astype(np.int8),
+        expert_ids=ids,
+        step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+        request_ids=rng.integers(-1, 5, size=n),
+        phase=rng.integers(0, 2, size=n).astype(np.int8),
         gate_weights=rng.random((n, n_layers, k)).astype(np.float32) if gates else None,
         meta=TraceMeta("toy", E, k, (1, 4, 9), source="test", seed=3, extra={"a": [1, 2]}),
     )
@@ -135,12 +158,22 @@ def test_counts_equal_a_per_token_loop_and_gpu_split_conserves_them(rng):
 
 
 def _route(layer, i, ids, req="r1"):
-    return {"type": "route", "req_id": req, "token_idx": i, "layer": layer, "topk_ids": ids,
-            "topk_weights": [0.4, 0.3][: len(ids)]}
+    return {
+        "type": "route",
+        "req_id": req,
+        "token_idx": i,
+        "layer": layer,
+        "topk_ids": ids,
+        "topk_weights": [0.4, 0.3][: len(ids)],
+    }
 
 
 def _write_log(path, layer, passes, meta=True, req_of=None):
-    lines = [{"type": "meta", "model_id": "toy/moe", "layers_logged": [layer], "top_k": 2}] if meta else []
+    lines = (
+        [{"type": "meta", "model_id": "toy/moe", "layers_logged": [layer], "top_k": 2}]
+        if meta
+        else []
+    )
     for p, rows in enumerate(passes):
         for i, ids in enumerate(rows):
             req = req_of(p, i) if req_of else "r1"
@@ -171,8 +204,16 @@ def test_vllm_log_drops_warmup_splits_phases_and_aligns_layers(tmp_path):
 
 def test_vllm_log_uses_request_ids_when_present(tmp_path):
     passes = [[[0, 1], [2, 3], [4, 5]], [[1, 2], [3, 4], [5, 6]], [[0, 7], [1, 6]]]
-    reqs = {(0, 0): "a", (0, 1): "a", (0, 2): "b", (1, 0): "a", (1, 1): "b", (1, 2): "c",
-            (2, 0): "a", (2, 1): "c"}
+    reqs = {
+        (0, 0): "a",
+        (0, 1): "a",
+        (0, 2): "b",
+        (1, 0): "a",
+        (1, 1): "b",
+        (1, 2): "c",
+        (2, 0): "a",
+        (2, 1): "c",
+    }
     f = _write_log(tmp_path / "l.jsonl", 3, passes, req_of=lambda p, i: reqs[p, i])
     t = read_vllm_router_log(f, n_experts=8, warmup_passes=0)
     assert t.request_ids.tolist() == [0, 0, 1, 0, 1, 2, 0, 2]
@@ -187,12 +228,20 @@ def test_vllm_log_uses_request_ids_when_present(tmp_path):
         ("{not json", "invalid JSON"),
         ('{"type": "route", "token_idx": 0, "layer": 0}', "'topk_ids': missing"),
         ('{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1]}', "'topk_ids'.*2 entries"),
-        ('{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 1]}', "'topk_ids'.*repeated"),
-        ('{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 9]}', "'topk_ids'.*>= n_experts"),
+        (
+            '{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 1]}',
+            "'topk_ids'.*repeated",
+        ),
+        (
+            '{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 9]}',
+            "'topk_ids'.*>= n_experts",
+        ),
         ('{"type": "route", "token_idx": 5, "layer": 0, "topk_ids": [1, 2]}', "'token_idx'"),
         ('{"type": "route", "token_idx": 0, "layer": "x", "topk_ids": [1, 2]}', "'layer'"),
-        ('{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 2], "topk_weights": [1]}',
-         "'topk_weights'"),
+        (
+            '{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 2], "topk_weights": [1]}',
+            "'topk_weights'",
+        ),
         ('{"type": "bogus"}', "'type'"),
     ],
 )
@@ -260,8 +309,15 @@ def test_count_matrix_errors(tmp_path):
 
 
 def _allenai(counts, k=2, n=None, E=4):
-    return {"model": "toy", "num_experts": E, "domain": "c4", "layers": [0, 7], "top_k_used": k,
-            "counts": counts, "num_tokens": n if n is not None else sum(counts[0]) // k}
+    return {
+        "model": "toy",
+        "num_experts": E,
+        "domain": "c4",
+        "layers": [0, 7],
+        "top_k_used": k,
+        "counts": counts,
+        "num_tokens": n if n is not None else sum(counts[0]) // k,
+    }
 
 
 def test_allenai_and_fiddler_json_fixtures(tmp_path):
@@ -271,13 +327,19 @@ def test_allenai_and_fiddler_json_fixtures(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(_allenai([[2, 2, 4, 0], [1, 3, 3, 2]], n=4)))
     with pytest.raises(TraceFormatError, match=r"b\.json: field 'counts\[1\]'.*num_tokens"):
         read_allenai_counts(tmp_path / "b.json")
-    (tmp_path / "f.json").write_text(json.dumps({"total_input_tokens": 3,
-                                                 "expert_popularity": [[1, 3], [2, 2]]}))
+    (tmp_path / "f.json").write_text(
+        json.dumps({"total_input_tokens": 3, "expert_popularity": [[1, 3], [2, 2]]})
+    )
     assert read_fiddler_popularity(tmp_path / "f.json").n_tokens == 2
     (tmp_path / "g.json").write_text(json.dumps({"expert_popularity": [[1, 3], [2, 1]]}))
     with pytest.raises(TraceFormatError, match="'expert_popularity'"):
         read_fiddler_popularity(tmp_path / "g.json")
-    x = {"num_experts": 2, "top_k_used": 1, "layer_pairs": [[0, 7]], "pair_counts": [[[5, 0], [0, 5]]]}
+    x = {
+        "num_experts": 2,
+        "top_k_used": 1,
+        "layer_pairs": [[0, 7]],
+        "pair_counts": [[[5, 0], [0, 5]]],
+    }
     (tmp_path / "x.json").write_text(json.dumps(x))
     tr = read_allenai_crosslayer(tmp_path / "x.json")
     assert tr.pairs == ((0, 7),) and nmi_from_joint(tr.matrices[0]) == pytest.approx(1.0)
@@ -295,9 +357,13 @@ def test_real_allenai_and_fiddler_files():
     m = read_allenai_crosslayer(root / "mistral/expert_counts_crosslayer_top1/c4.json")
     nmi = [nmi_from_joint(x) for x in m.matrices]
     assert 0.02 <= min(nmi) and max(nmi) <= 0.09  # §C.3: Mixtral 0.02-0.09
-    f = read_fiddler_popularity(shared_trace("fiddler_mixtral_8x7b_expert_popularity",
-                                             "mixtral_8x7b_original",
-                                             "expert_popularity_machine_learning.json"))
+    f = read_fiddler_popularity(
+        shared_trace(
+            "fiddler_mixtral_8x7b_expert_popularity",
+            "mixtral_8x7b_original",
+            "expert_popularity_machine_learning.json",
+        )
+    )
     assert f.counts.shape == (32, 8) and (f.counts.sum(axis=1) == 2 * f.n_tokens).all()
 
 
@@ -311,8 +377,12 @@ def test_statistics_on_known_inputs():
     np.testing.assert_allclose(sk["norm_entropy"], [1, 0])
     assert iid_coverage(8, 2, 1) == pytest.approx(0.25)
     assert nmi_from_joint(np.outer([1, 2, 3], [4, 5, 6])) == pytest.approx(0.0, abs=1e-12)
-    t = RoutingTrace(np.array([[[0, 1], [2, 3]], [[0, 2], [2, 1]]], dtype=np.int16),
-                     np.array([0, 1, 2]), np.array([0, 0]), np.array([1, 1], dtype=np.int8),
-                     TraceMeta("toy", 4, 2, (0, 1)))
+    t = RoutingTrace(
+        np.array([[[0, 1], [2, 3]], [[0, 2], [2, 1]]], dtype=np.int16),
+        np.array([0, 1, 2]),
+        np.array([0, 0]),
+        np.array([1, 1], dtype=np.int8),
+        TraceMeta("toy", 4, 2, (0, 1)),
+    )
     np.testing.assert_allclose(temporal_overlap(t), [1.0, 1.0])
     assert top1_joint(t, 0, 1)[0, 2] == 2
