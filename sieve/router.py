@@ -87,7 +87,8 @@ class RouterParams:
         return dataclasses.replace(self, **changes)
 
 
-# Global parameters, fitted by sieve.calibrate (`python -m sieve.calibrate`, 2026-11-29; output
+# Global parameters, fitted by sieve.calibrate (`python -m sieve.calibrate`, 2026-11-29; full
+# output in docs/calibration/router_fit.json
 # and fit quality in docs/validation.md, "Routing traces and synthetic router calibration").
 # reuse_rho: fitted to the same-slot decode overlap of the real Qwen1.5-MoE vLLM log
 #   (shared/traces/qwen15_moe_vllm_moe_logger_gsm8k; models-and-traces.md §C.3): 0.1026.
@@ -112,9 +113,9 @@ def _preset(alpha: float, drift_sigma: float, kappa: float) -> RouterParams:
 # (Figure 3 act-ratio, Figure 5 bins; targets in sieve.calibrate.SEED_TARGETS); Mixtral also to
 # the Fiddler MMLU aggregate skew (models-and-traces.md §C.1).
 _GPT_OSS = _preset(0.3120, 1.930, _KAPPA_FINE)  # fit loss 3.65 over 5 targets
-_QWEN3 = _preset(0.1754, 0.2314, _KAPPA_FINE)  # fit loss 0.28 over 3 targets
+_QWEN3 = _preset(0.1573, 0.0002, _KAPPA_FINE)  # fit loss 0.21 over 3 targets (drift ~ 0)
 _QWEN3_NEXT = _preset(0.6810, 0.3138, _KAPPA_FINE)  # fit loss 3.97 over 5 targets
-_MIXTRAL = _preset(18.35, 0.0005, _KAPPA_MIXTRAL)  # fit loss 1.71 (2 seed + 2 Fiddler targets)
+_MIXTRAL = _preset(18.19, 0.0003, _KAPPA_MIXTRAL)  # loss 1.70 (2 seed + 2 Fiddler targets)
 
 #: Default for models without a preset: the Qwen3-30B-A3B fit (a fine-grained top-8 model).
 DEFAULT_PARAMS = _QWEN3
