@@ -103,7 +103,7 @@ def unfitted_model_table() -> str:
                 for s in SEEDS[:2]
             ]
             ratios.append(np.mean(cov) / iid_coverage(m.n_experts, m.top_k, b))
-        mm, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 200000, n_layers=16)
+        mm, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 100000, n_layers=16)
         t = SyntheticRouter(name, seed=0).generate(32, 12)
         ov = temporal_overlap(t).mean() / iid_overlap(m.n_experts, m.top_k)
         big = SyntheticRouter(name, seed=0).generate(4096, 1)
