@@ -438,6 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sieve.calibrate", description=__doc__)
     ap.add_argument("--validate", action="store_true", help="print validation tables instead")
     ap.add_argument("--out", help="also write the result as JSON to this file")
+    ap.add_argument(
+        "--seed-only",
+        action="store_true",
+        help="fit fine-grained models to the seed's numbers alone (no OLMoE aggregate term)",
+    )
     args = ap.parse_args(argv)
     if args.validate:
         from sieve.validation_tables import render_all
@@ -460,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     for model in sorted({t.model for t in SEED_TARGETS}):
         tg = [t for t in SEED_TARGETS if t.model == model]
         extra = None
-        if not model.startswith("mixtral"):
+        if not model.startswith("mixtral") and args.seed_only:
+            extra = None
+        elif not model.startswith("mixtral"):
             # fine-grained models: long-run aggregate Hn as OLMoE's (64 experts, top-8), §C.1
             from sieve.models import get_model
 
@@ -479,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
 
         (alpha, sigma), rows, loss = fit_popularity(model, tg, extra)
         (a0, _), rows0, loss0 = fit_popularity(model, tg, extra, static_only=True)
-        if not model.startswith("mixtral"):
+        if not model.startswith("mixtral") and not args.seed_only:
             result[model + "_aggregate_hn"] = {
                 "fit": agg.norm_entropy(alpha, sigma),
                 "static_only": agg.norm_entropy(a0, 0.0),

@@ -50,9 +50,13 @@ class CharacterizeConfig:
     batch_sizes: tuple[int, ...]
     n_steps: int = 16
     seed: int = 0
+    router_fit: str = "joint"
 
     def __post_init__(self) -> None:
         from sieve.models import MODELS
+        from sieve.router import PRESET_FITS
+
+        lookup(PRESET_FITS, self.router_fit, "--router-fit")
 
         if not self.models:
             raise ConfigError("--models: empty list (known: " + ", ".join(sorted(MODELS)) + ")")
@@ -121,7 +125,7 @@ def characterize(config: CharacterizeConfig) -> list[dict]:
 
     rows = []
     for name in config.models:
-        router = SyntheticRouter(name, seed=config.seed)
+        router = SyntheticRouter(name, seed=config.seed, fit=config.router_fit)
         model = get_model(name)
         for b in config.batch_sizes:
             trace = router.generate(int(b), config.n_steps)

@@ -66,6 +66,7 @@ def _cmd_characterize(args: argparse.Namespace) -> int:
         batch_sizes=tuple(_int_list(args.batch, "--batch")),
         n_steps=_int_arg("--steps")(args.steps),
         seed=_int_arg("--seed")(args.seed),
+        router_fit=args.router_fit,
     )
     for path in run_characterize(config, args.out):
         print(path)
@@ -104,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", required=True, help="comma-separated batch sizes, e.g. 1,4,16,64")
     p.add_argument("--steps", default="16", help="decode steps per trace (default 16)")
     p.add_argument("--seed", default="0", help="RNG seed (default 0)")
+    p.add_argument(
+        "--router-fit",
+        default="joint",
+        help="router preset set: joint (seed numbers + real aggregate skew; default) or seed",
+    )
     p.add_argument("--out", default="characterize_out", help="output directory")
     p.set_defaults(func=_cmd_characterize)
     return parser

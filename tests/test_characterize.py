@@ -146,6 +146,7 @@ def test_cli_writes_csv_config_and_figures(tmp_path, capsys):
         "batch_sizes": [1, 8],
         "n_steps": 3,
         "seed": 7,
+        "router_fit": "joint",
     }
     assert (out / "fig3_act_ratio.png").read_bytes()[:4] == b"\x89PNG"
     rows = read_table_csv(out / "characterize.csv")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from conftest import REPO
 
 from sieve.calibrate import SEED_TARGETS, step_sample_stats
 from sieve.errors import ConfigError
 from sieve.models import get_model
 from sieve.router import (
+    PRESET_FITS,
     ROUTER_PRESETS,
     RouterParams,
     RouterShape,
@@ -98,45 +102,72 @@ def test_every_zoo_model_has_a_preset():
     assert set(MODELS) <= set(ROUTER_PRESETS)
 
 
-def _achieved(model: str, batch: int, stat: str, n_steps: int) -> float:
+def _achieved(model: str, batch: int, stat: str, n_steps: int, fit: str) -> float:
     m = get_model(model)
-    counts = generate_trace(model, batch, n_steps, seed=0).all_counts()
+    counts = generate_trace(model, batch, n_steps, seed=0, fit=fit).all_counts()
     return step_sample_stats(counts.reshape(-1, m.n_experts), m, m.n_moe_layers)[stat]
 
 
-@pytest.mark.parametrize(
-    "target",
-    [t for t in SEED_TARGETS if t.model != "qwen3-next-80b-a3b" and t.stat != "act_ratio"],
-    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}",
-)
-def test_presets_meet_seed_bin_targets_within_documented_tolerance(target):
-    """docs/validation.md: fitted seed targets are met within 2 x tol (tol = 0.03)."""
-    got = _achieved(target.model, target.batch, target.stat, 8)
-    assert abs(got - target.value) <= 2 * target.tol
+def _slow(t) -> bool:
+    return t.model == "qwen3-next-80b-a3b" or t.stat == "act_ratio"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "target",
-    [t for t in SEED_TARGETS if t.model == "qwen3-next-80b-a3b" or t.stat == "act_ratio"],
-    ids=lambda t: f"{t.model}-{t.stat}-B{t.batch}",
-)
-def test_presets_meet_remaining_seed_targets(target):
-    got = _achieved(target.model, target.batch, target.stat, 16)
+def _params(targets, slow: bool):
+    marks = [pytest.mark.slow] if slow else []
+    return [
+        pytest.param(t, id=f"{t.model}-{t.stat}-B{t.batch}", marks=marks)
+        for t in targets
+        if _slow(t) == slow
+    ]
+
+
+FIT_REPORT = json.loads((REPO / "docs/calibration/router_fit.json").read_text())
+
+
+@pytest.mark.parametrize("target", _params(SEED_TARGETS, False) + _params(SEED_TARGETS, True))
+def test_seed_fit_presets_meet_seed_targets_within_two_tol(target):
+    """docs/validation.md: the "seed" presets meet every seed target within 2 x tol (0.06),
+    except Mixtral's 100% act-ratio at B=16, which no independent-token router reaches."""
+    got = _achieved(target.model, target.batch, target.stat, 8, "seed")
     if target.model == "mixtral-8x22b" and target.stat == "act_ratio":
-        # docs/validation.md: unreachable with independent tokens (iid uniform gives ~0.99)
         assert 0.95 <= got < target.value
     else:
         assert abs(got - target.value) <= 2 * target.tol
 
 
+@pytest.mark.parametrize("target", _params(SEED_TARGETS, False) + _params(SEED_TARGETS, True))
+def test_joint_presets_reproduce_the_fit_report(target):
+    """The generator with the stored "joint" presets gives the fit's achieved values (the ones
+    docs/validation.md reports) within sampling noise, and no target is missed by > 3 x tol."""
+    (reported,) = [
+        a
+        for s, b, v, a in FIT_REPORT[target.model]["targets"]
+        if s == target.stat and b == target.batch
+    ]
+    got = _achieved(target.model, target.batch, target.stat, 8, "joint")
+    assert abs(got - reported) <= 0.02
+    if not (target.model == "mixtral-8x22b" and target.stat == "act_ratio"):
+        assert abs(got - target.value) <= 3 * target.tol
+
+
 @pytest.mark.slow
-def test_stored_qwen3_preset_is_what_the_fit_returns():
+@pytest.mark.parametrize("model", ["gpt-oss-120b", "qwen3-30b-a3b", "qwen3-next-80b-a3b"])
+def test_joint_presets_meet_the_olmoe_aggregate_entropy(model):
+    from sieve.calibrate import AGG_HN_TOL, aggregate_skew
+
+    m, p = get_model(model), ROUTER_PRESETS[model]
+    _, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 20000, n_layers=8)
+    target = FIT_REPORT["olmoe_aggregate"]["norm_entropy"]
+    assert abs(hn - target) <= 2 * AGG_HN_TOL
+
+
+@pytest.mark.slow
+def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
     from sieve.calibrate import fit_popularity
 
     tg = [t for t in SEED_TARGETS if t.model == "qwen3-30b-a3b"]
     (alpha, sigma), rows, _ = fit_popularity("qwen3-30b-a3b", tg)
-    p = ROUTER_PRESETS["qwen3-30b-a3b"]
+    p = PRESET_FITS["seed"]["qwen3-30b-a3b"]  # the seed-only fit is this exact call
     assert alpha == pytest.approx(p.alpha, rel=0.02) and sigma == pytest.approx(
         p.drift_sigma, abs=0.01
     )
