@@ -57,6 +57,14 @@ def _new(ax):
     return fig, ax
 
 
+def _batch_ticks(ax, table: Sequence[dict]) -> None:
+    """Log-2 x axis labelled with the batch sizes themselves (1, 4, 16, ... not 2^n)."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(r["batch_size"]) for r in table})
+    ax.set_xticks(ticks, [str(b) for b in ticks])
+    ax.minorticks_off()
+
+
 def plot_act_ratio(table: Sequence[dict], *, ax=None):
     """Seed Figure 3: median act-ratio (%) vs batch size per model, with a p05-p95 band."""
     fig, ax = _new(ax)
@@ -71,7 +79,7 @@ def plot_act_ratio(table: Sequence[dict], *, ax=None):
             alpha=0.2,
             linewidth=0,
         )
-    ax.set_xscale("log", base=2)
+    _batch_ticks(ax, table)
     ax.set_xlabel(BATCH_LABEL)
     ax.set_ylabel("Activated / total parameters (%)")
     ax.set_ylim(0, 105)
@@ -120,7 +128,7 @@ def plot_load_skew(table: Sequence[dict], *, ax=None):
             marker="o",
             label=model,
         )
-    ax.set_xscale("log", base=2)
+    _batch_ticks(ax, table)
     ax.set_yscale("log")
     ax.set_xlabel(BATCH_LABEL)
     ax.set_ylabel("Max expert load / mean load (x)")
