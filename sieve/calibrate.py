@@ -13,8 +13,11 @@ Fits (all with fixed seeds and common random numbers, so they are deterministic)
    temporal overlap (scipy brentq).
 2. ``layer_kappa``: top-1 inter-layer NMI of the allenai OLMoE / Mixtral matrices, simulated with
    the measured per-layer popularity (brentq).
-3. per model (alpha, drift_sigma): weighted least squares on the seed's Figure 3/5 numbers
-   (+ Fiddler aggregate skew for Mixtral): grid search then Nelder-Mead.
+3. per model (alpha, drift_sigma): weighted least squares on the seed's Figure 3/5 numbers plus
+   a real long-run aggregate skew (OLMoE's median entropy for fine-grained models, Fiddler's
+   skew for Mixtral; ``--seed-only`` drops the OLMoE term): grid search then Nelder-Mead.
+
+Real-data targets are read from ``$SIEVE_SHARED`` (default: ``shared/`` next to the repository).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +56,7 @@ __all__ = [
     "step_sample_stats",
 ]
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(os.environ.get("SIEVE_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 #: Weight scale of the OLMoE aggregate-entropy target in the fine-grained fits: the spread of
 #: OLMoE's per-domain, per-layer values (0.83-0.99, models-and-traces.md §C.1) is much wider.
 AGG_HN_TOL = 0.03
