@@ -12,16 +12,18 @@ import numpy as np
 
 from sieve.calibrate import (
     HELD_OUT_TARGETS,
-    QWEN15_FIT,
     SEED_TARGETS,
     SHARED,
     aggregate_skew,
-    allenai_nmi,
     fiddler_targets,
+    step_sample_stats,
+)
+from sieve.calibrate_real import (
+    QWEN15_FIT,
+    allenai_nmi,
     qwen15_real,
     qwen15_stats,
     qwen15_synthetic,
-    step_sample_stats,
     synthetic_nmi,
 )
 from sieve.models import MODELS, get_model

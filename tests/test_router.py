@@ -178,7 +178,7 @@ def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
 def test_stored_mixtral_kappa_is_what_the_fit_returns():
     from conftest import shared_trace
 
-    from sieve.calibrate import fit_kappa
+    from sieve.calibrate_real import fit_kappa
     from sieve.router import _KAPPA_MIXTRAL
 
     shared_trace("allenai_olmoe_routing_analysis", "mistral")
