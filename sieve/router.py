@@ -2,7 +2,7 @@
 per-request temporal reuse and weak inter-layer correlation.
 
 This module owns the generative model and its per-model presets. It must not compute reported
-statistics (:mod:`sieve.routing_stats`) or fit parameters (:mod:`sieve.calibrate`, which produced
+statistics (:mod:`sieve.routing_stats`) or fit parameters (:mod:`sieve.router_fit`, which produced
 the preset values below). Model (docs/traces.md, "Synthetic router"):
 
 * Layer ``l`` at step ``t`` has expert popularity ``p_l(t) = softmax(a_l + d_l(t))``. The static
@@ -88,7 +88,7 @@ class RouterParams:
         return dataclasses.replace(self, **changes)
 
 
-# Global parameters, fitted by sieve.calibrate (`python -m sieve.calibrate`, 2026-11-29; full
+# Global parameters, fitted by sieve.router_fit (`python -m sieve.router_fit`, 2026-11-29; full
 # output in docs/calibration/router_fit.json
 # and fit quality in docs/validation.md, "Routing traces and synthetic router calibration").
 # reuse_rho: fitted to the same-slot decode overlap of the real Qwen1.5-MoE vLLM log
@@ -110,8 +110,8 @@ def _preset(alpha: float, drift_sigma: float, kappa: float) -> RouterParams:
     )
 
 
-# (alpha, drift_sigma) fitted by sieve.calibrate.fit_popularity. "joint" (the default): the
-# seed's Section 3 numbers (Figure 3 act-ratio, Figure 5 bins; sieve.calibrate.SEED_TARGETS)
+# (alpha, drift_sigma) fitted by sieve.router_fit.fit_popularity. "joint" (the default): the
+# seed's Section 3 numbers (Figure 3 act-ratio, Figure 5 bins; sieve.router_fit.SEED_TARGETS)
 # plus a real long-run aggregate skew: OLMoE's median normalised entropy for fine-grained models,
 # Fiddler's MMLU max/mean and entropy for Mixtral (models-and-traces.md §C.1). "seed": the seed's
 # numbers alone (Mixtral keeps its Fiddler term). Fit losses: docs/calibration/*.json.

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from sieve.calibrate import SEED_TARGETS, step_sample_stats
+from sieve.router_fit import SEED_TARGETS, step_sample_stats
 from sieve.errors import ConfigError
 from sieve.models import get_model
 from sieve.router import (
@@ -153,7 +153,7 @@ def test_joint_presets_reproduce_the_fit_report(target):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["gpt-oss-120b", "qwen3-30b-a3b", "qwen3-next-80b-a3b"])
 def test_joint_presets_meet_the_olmoe_aggregate_entropy(model):
-    from sieve.calibrate import AGG_HN_TOL, aggregate_skew
+    from sieve.router_fit import AGG_HN_TOL, aggregate_skew
 
     m, p = get_model(model), ROUTER_PRESETS[model]
     _, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 20000, n_layers=8)
@@ -163,7 +163,7 @@ def test_joint_presets_meet_the_olmoe_aggregate_entropy(model):
 
 @pytest.mark.slow
 def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
-    from sieve.calibrate import fit_popularity
+    from sieve.router_fit import fit_popularity
 
     tg = [t for t in SEED_TARGETS if t.model == "qwen3-30b-a3b"]
     (alpha, sigma), rows, _ = fit_popularity("qwen3-30b-a3b", tg)
@@ -178,7 +178,7 @@ def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
 def test_stored_mixtral_kappa_is_what_the_fit_returns():
     from conftest import shared_trace
 
-    from sieve.calibrate_real import fit_kappa
+    from sieve.router_fit_real import fit_kappa
     from sieve.router import _KAPPA_MIXTRAL
 
     shared_trace("allenai_olmoe_routing_analysis", "mistral")

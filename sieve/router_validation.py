@@ -1,7 +1,7 @@
 """Markdown tables of docs/validation.md ("Routing traces and synthetic router calibration"):
 target vs achieved for the stored router presets, fitted and unfitted statistics.
 
-Regenerate with ``python -m sieve.calibrate --validate``. Everything here is computed from the
+Regenerate with ``python -m sieve.router_fit --validate``. Everything here is computed from the
 stored presets and the files in ../shared at run time; nothing is copied from a previous run.
 Real-data sections are skipped (with a note) when ../shared is absent.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.calibrate import (
+from sieve.router_fit import (
     HELD_OUT_TARGETS,
     SEED_TARGETS,
     SHARED,
@@ -18,7 +18,7 @@ from sieve.calibrate import (
     fiddler_targets,
     step_sample_stats,
 )
-from sieve.calibrate_real import (
+from sieve.router_fit_real import (
     QWEN15_FIT,
     allenai_nmi,
     qwen15_real,

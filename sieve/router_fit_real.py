@@ -2,7 +2,7 @@
 vLLM log, ``layer_kappa`` to the allenai OLMoE/Mixtral transition matrices, plus the statistics
 of the real-vs-synthetic Qwen1.5 comparison.
 
-Part of the calibration (:mod:`sieve.calibrate` runs it); never imported by the simulator. The
+Part of the calibration (:mod:`sieve.router_fit` runs it); never imported by the simulator. The
 real files are read from ``SHARED`` (``$SIEVE_SHARED``) at run time and never copied.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize
 
-from sieve.calibrate import SHARED
+from sieve.router_fit import SHARED
 from sieve.router import RouterParams, RouterShape, SyntheticRouter
 from sieve.routing_stats import (
     iid_coverage,

@@ -2,17 +2,17 @@
 and the target-vs-achieved validation table.
 
 This module owns the fitting procedure; it must not be imported by the simulator (the fitted
-numbers are stored as presets in :mod:`sieve.router`). Run ``python -m sieve.calibrate`` to
-re-fit (needs ../shared for the real-data targets) and ``python -m sieve.calibrate --validate``
+numbers are stored as presets in :mod:`sieve.router`). Run ``python -m sieve.router_fit`` to
+re-fit (needs ../shared for the real-data targets) and ``python -m sieve.router_fit --validate``
 to print the validation tables of docs/validation.md from the stored presets.
 
 Fits (all with fixed seeds and common random numbers, so they are deterministic):
 
-1. (in :mod:`sieve.calibrate_real`) ``reuse_rho`` (and a Qwen1.5 popularity, used only here): (alpha, drift_sigma) on the real
-   Qwen1.5-MoE decode log's per-step coverage and aggregate max/mean, then rho on its same-slot
-   temporal overlap (scipy brentq).
-2. (in :mod:`sieve.calibrate_real`) ``layer_kappa``: top-1 inter-layer NMI of the allenai OLMoE / Mixtral matrices, simulated with
-   the measured per-layer popularity (brentq).
+1. ``reuse_rho`` (:mod:`sieve.router_fit_real`): (alpha, drift_sigma) of the Qwen1.5 shape on
+   the real Qwen1.5-MoE decode log's per-step coverage and aggregate max/mean, then rho on its
+   same-slot temporal overlap (scipy brentq). That popularity is used only there.
+2. ``layer_kappa`` (:mod:`sieve.router_fit_real`): top-1 inter-layer NMI of the allenai OLMoE /
+   Mixtral matrices, simulated with the measured per-layer popularity (brentq).
 3. per model (alpha, drift_sigma): weighted least squares on the seed's Figure 3/5 numbers plus
    a real long-run aggregate skew (OLMoE's median entropy for fine-grained models, Fiddler's
    skew for Mixtral; ``--seed-only`` drops the OLMoE term): grid search then Nelder-Mead.
@@ -289,7 +289,7 @@ def aggregate_skew(alpha, sigma, n_experts, top_k, n_tokens, n_layers=32, seed=5
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sieve.calibrate", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m sieve.router_fit", description=__doc__)
     ap.add_argument("--validate", action="store_true", help="print validation tables instead")
     ap.add_argument("--out", help="also write the result as JSON to this file")
     ap.add_argument(
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.validate:
-        from sieve.validation_tables import render_all
+        from sieve.router_validation import render_all
 
         text = render_all()
         print(text)
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
 
             write_text(args.out, text)
         return 0
-    from sieve.calibrate_real import fit_kappa, fit_qwen15
+    from sieve.router_fit_real import fit_kappa, fit_qwen15
 
     result: dict = {"qwen15": fit_qwen15()}
     for fam in ("olmoe", "mistral"):
