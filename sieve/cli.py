@@ -12,7 +12,7 @@ import sys
 
 from sieve.errors import SieveError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:

@@ -40,10 +40,19 @@ from sieve.errors import ConfigError, choices, lookup
 from sieve.hardware import SystemSpec, get_system
 
 __all__ = [
-    "AlphaBeta", "CommCalibration", "COMM_CALIBRATIONS", "get_comm_calibration",
-    "PAYLOADS", "payload_bytes",
-    "all_gather_time_s", "all_reduce_time_s", "all_to_all_time_s",
-    "ep_dispatch_time_s", "ep_combine_time_s", "ep_exchange_time_s", "tier_time_s",
+    "COMM_CALIBRATIONS",
+    "PAYLOADS",
+    "AlphaBeta",
+    "CommCalibration",
+    "all_gather_time_s",
+    "all_reduce_time_s",
+    "all_to_all_time_s",
+    "ep_combine_time_s",
+    "ep_dispatch_time_s",
+    "ep_exchange_time_s",
+    "get_comm_calibration",
+    "payload_bytes",
+    "tier_time_s",
 ]
 
 
@@ -68,7 +77,7 @@ class CommCalibration:
     def op(self, name: str) -> AlphaBeta:
         return getattr(self, name)
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "CommCalibration":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> CommCalibration:
         """Keys: ``<op>.alpha_us`` / ``<op>.eta`` (op = all_gather, all_to_all, all_reduce,
         ep_dispatch, ep_combine), ``name``, ``source``."""
         items = dict(values or {})
@@ -87,7 +96,7 @@ class CommCalibration:
                 new[key] = v
         return replace(self, **new).validate()
 
-    def validate(self) -> "CommCalibration":
+    def validate(self) -> CommCalibration:
         for f in fields(self):
             ab = getattr(self, f.name)
             if isinstance(ab, AlphaBeta):

@@ -37,10 +37,18 @@ from sieve.errors import ConfigError, choices, lookup
 from sieve.hardware import DType, GpuSpec, get_dtype, get_gpu
 
 __all__ = [
-    "GpuCalibration", "CALIBRATIONS", "get_calibration",
-    "kernel_time_s", "gemm_time_s", "gemv_time_s", "grouped_gemm_time_s", "moe_layer_time_s",
-    "attention_decode_time_s", "attention_prefill_time_s", "weight_load_time_s",
+    "CALIBRATIONS",
+    "GpuCalibration",
+    "attention_decode_time_s",
+    "attention_prefill_time_s",
     "expert_gemm_cost",
+    "gemm_time_s",
+    "gemv_time_s",
+    "get_calibration",
+    "grouped_gemm_time_s",
+    "kernel_time_s",
+    "moe_layer_time_s",
+    "weight_load_time_s",
 ]
 
 
@@ -76,7 +84,7 @@ class GpuCalibration:
         return {"bf16": self.t0_moe_bf16_s, "fp8": self.t0_moe_fp8_s,
                 "fp4": self.t0_moe_fp4_s}[d.compute]
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "GpuCalibration":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuCalibration:
         items = dict(values or {})
         items.update(kw)
         names = {f.name for f in fields(self)}
@@ -86,7 +94,7 @@ class GpuCalibration:
                                   f"(valid: {choices(names)})")
         return replace(self, **items).validate()
 
-    def validate(self) -> "GpuCalibration":
+    def validate(self) -> GpuCalibration:
         what = f"GPU calibration {self.name!r}"
         for n in ("eta_bw", "eta_c_bf16", "eta_c_fp8", "eta_c_fp4"):
             v = getattr(self, n)

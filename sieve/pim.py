@@ -25,7 +25,7 @@ from sieve.dram import GemvKernel
 from sieve.errors import ConfigError
 from sieve.specs import DramSpec, get_spec
 
-__all__ = ["GemvLayout", "gemv_layout", "gemv_kernel"]
+__all__ = ["GemvLayout", "gemv_kernel", "gemv_layout"]
 
 
 @dataclass(frozen=True)

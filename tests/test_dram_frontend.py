@@ -10,8 +10,7 @@ import pytest
 from sieve import dram
 from sieve.errors import ConfigError, TraceFormatError
 from sieve.mapping import MAPPINGS, AddressMapper
-from sieve.memtrace import (RequestTrace, load_loadstore_trace, save_loadstore_trace,
-                            synthetic_trace)
+from sieve.memtrace import RequestTrace, load_loadstore_trace, save_loadstore_trace, synthetic_trace
 from sieve.specs import get_spec
 
 
