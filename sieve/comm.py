@@ -38,6 +38,7 @@ import numpy as np
 
 from sieve.errors import ConfigError, choices, lookup
 from sieve.hardware import SystemSpec, get_system
+from sieve.validate import check_number
 
 __all__ = [
     "COMM_CALIBRATIONS",
@@ -154,17 +155,7 @@ PAYLOADS = {
 def payload_bytes(payload: str, hidden: int) -> float:
     """Bytes per (token, expert) copy for ``payload`` in {fp8, bf16}."""
     f = lookup(PAYLOADS, payload, "EP payload")
-    return float(f(_size("EP payload", "hidden", hidden)))
-
-
-def _size(what: str, name: str, v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what}: {name} must be a number, got {v!r}") from None
-    if not x >= 0 or math.isinf(x):
-        raise ConfigError(f"{what}: {name} must be finite and >= 0, got {v!r}")
-    return x
+    return float(f(check_number("EP payload", "hidden", hidden)))
 
 
 def _setup(system, calib, n_gpus, what):
@@ -192,7 +183,7 @@ def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: S
 
 def _ring(kind: str, size: float, factor: float, system, calib, n_gpus) -> float:
     s, cal, n, g = _setup(system, calib, n_gpus, kind)
-    size = _size(kind, "size_bytes", size)
+    size = check_number(kind, "size_bytes", size)
     if n == 1:
         return 0.0
     bus = factor * size * (n - 1) / n
@@ -221,7 +212,7 @@ def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
                       n_gpus: int | None = None) -> float:
     """All-to-all with ``size_bytes`` per GPU send buffer, uniform destinations, seconds."""
     s, cal, n, g = _setup(system, calib, n_gpus, "all_to_all")
-    size = _size("all_to_all", "size_bytes", size_bytes)
+    size = check_number("all_to_all", "size_bytes", size_bytes)
     if n == 1:
         return 0.0
     return tier_time_s(cal.all_to_all, size * (g - 1) / n, size * (n - g) / n, s)
@@ -230,8 +221,8 @@ def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
 def _ep_uniform(op: str, tokens_per_gpu, hidden, topk, system, calib, n_gpus, payload,
                 n_experts, dedup) -> float:
     s, cal, n, g = _setup(system, calib, n_gpus, f"EP {op}")
-    t = _size(f"EP {op}", "tokens_per_gpu", tokens_per_gpu)
-    k = _size(f"EP {op}", "topk", topk)
+    t = check_number(f"EP {op}", "tokens_per_gpu", tokens_per_gpu)
+    k = check_number(f"EP {op}", "topk", topk)
     b = payload_bytes(payload, hidden)
     if n == 1 or t == 0 or k == 0:
         return 0.0

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sieve.errors import ConfigError, choices, lookup
+from sieve.validate import override_fields
 
 __all__ = [
     "DTYPES",
@@ -83,17 +84,6 @@ def get_dtype(name: str | DType) -> DType:
 # ---------------------------------------------------------------------------------------------
 # Specs
 # ---------------------------------------------------------------------------------------------
-
-
-def _override(obj: Any, what: str, values: Mapping[str, Any] | None, kw: dict[str, Any]) -> Any:
-    items = dict(values or {})
-    items.update(kw)
-    names = {f.name for f in fields(obj)}
-    for key in items:
-        if key not in names:
-            raise ConfigError(f"{what} {obj.name!r}: unknown override {key!r} "
-                              f"(valid: {choices(names)})")
-    return replace(obj, **items).validate()
 
 
 def _positive(what: str, name: str, value: float, allow_zero: bool = False) -> None:
@@ -161,7 +151,7 @@ class GpuSpec:
 
     def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuSpec:
         """Copy with some fields replaced (keys = field names)."""
-        return _override(self, "GPU", values, kw)
+        return override_fields(self, "GPU", values, kw)
 
     def validate(self) -> GpuSpec:
         what = f"GPU {self.name!r}"
@@ -213,7 +203,7 @@ class LinkSpec:
         return self.bw_gbs * 1e9
 
     def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> LinkSpec:
-        return _override(self, "link", values, kw)
+        return override_fields(self, "link", values, kw)
 
     def validate(self) -> LinkSpec:
         _positive(f"link {self.name!r}", "bw_gbs", self.bw_gbs)
