@@ -125,7 +125,8 @@ def section(scale: float) -> str:
              "bits right above the 32 B transaction offset, so a 64 B stride only ever reaches "
              "the even channels and takes twice the cycles; with the channel bits one position "
              "higher ('channel above bit 6') the rows agree again. sieve's front end injects as "
-             "fast as the queues accept, Ramulator's one request per front-end tick.",
+             "fast as the queues accept, Ramulator's one request per front-end tick. The "
+             "checker column is filled for runs of up to 2 M requests.",
              ""] + ramulator_table(scale) + [
              "",
              "### Closed forms",
