@@ -18,7 +18,7 @@ directives = {
     "boundscheck": DEBUG,
     "wraparound": False,
     "initializedcheck": DEBUG,
-    "nonecheck": DEBUG,
+    "nonecheck": False,  # would need the GIL inside the nogil cycle loops
     "cdivision": True,
     "embedsignature": True,
 }

@@ -82,6 +82,148 @@ def _int_arg(flag: str):
 
     return parse
 
+def _cmd_hardware(args: argparse.Namespace) -> int:
+    from sieve import comm, gpu, hardware
+
+    if args.name is None:
+        for title, table, default in (("GPUs", hardware.GPUS, hardware.DEFAULT_GPU),
+                                      ("systems", hardware.SYSTEMS, hardware.DEFAULT_SYSTEM),
+                                      ("links", hardware.LINKS, hardware.DEFAULT_INTER_LINK)):
+            print(f"{title}:")
+            width = max(len(n) for n in table)
+            for name, obj in table.items():
+                mark = "*" if name == default else " "
+                desc = getattr(obj, "description", None) or (
+                    f"{obj.n_gpus} x {obj.gpu.name}, {obj.gpus_per_node} per node, "
+                    f"{obj.n_nodes} node(s), inter-node {obj.inter_link.name}")
+                print(f"  {mark} {name:<{width}}  {desc}")
+        print("(* = default; `sieve hardware NAME` shows every value with its unit and source)")
+        return 0
+    key = args.name.strip().lower()
+    if key in hardware.SYSTEMS:
+        s = hardware.SYSTEMS[key]
+        print(f"system {s.name}: {s.n_gpus} x {s.gpu.name}, {s.gpus_per_node} GPUs per NVSwitch "
+              f"node, {s.n_nodes} node(s)")
+        for tier, link in (("intra-node", s.intra_link), ("inter-node", s.inter_link)):
+            print(f"  {tier}: {link.name}, {link.bw_gbs:g} GB/s per GPU per direction, "
+                  f"{link.latency_us:g} us hop latency")
+        return 0
+    if key in hardware.LINKS:
+        link = hardware.LINKS[key]
+        print(f"{link.name}: {link.description}")
+        print(f"  bw_gbs      {link.bw_gbs:g} GB/s per GPU per direction  "
+              f"{link.sources.get('bw_gbs', '')}")
+        print(f"  latency_us  {link.latency_us:g} us  {link.sources.get('latency_us', '')}")
+        return 0
+    if key not in hardware.GPUS:
+        from sieve.errors import ConfigError, choices
+
+        raise ConfigError(f"hardware {args.name!r}: unknown (GPUs: {choices(hardware.GPUS)}; "
+                          f"systems: {choices(hardware.SYSTEMS)}; links: "
+                          f"{choices(hardware.LINKS)})")
+    g = hardware.get_gpu(key)
+    rows = g.describe()
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    for name, value, src in rows:
+        print(f"{name:<{w0}}  {value:<{w1}}  {src}")
+    cal, ccal = gpu.get_calibration(g), comm.get_comm_calibration(g.name)
+    print(f"\nGPU model calibration ({cal.source}):")
+    print(f"  eta_bw {cal.eta_bw:.4f}, eta_c bf16/fp8/fp4 {cal.eta_c_bf16:.4f}/"
+          f"{cal.eta_c_fp8:.4f}/{cal.eta_c_fp4:.4f}, overlap p {cal.overlap_p:g}")
+    print(f"  t0_gemm bf16/fp8/fp4 {cal.t0_gemm_bf16_s * 1e6:.2f}/{cal.t0_gemm_fp8_s * 1e6:.2f}/"
+          f"{cal.t0_gemm_fp4_s * 1e6:.2f} us, t0_moe {cal.t0_moe_bf16_s * 1e6:.2f}/"
+          f"{cal.t0_moe_fp8_s * 1e6:.2f}/{cal.t0_moe_fp4_s * 1e6:.2f} us")
+    print(f"interconnect calibration ({ccal.source}):")
+    for op in ("all_gather", "all_to_all", "all_reduce", "ep_dispatch", "ep_combine"):
+        ab = ccal.op(op)
+        print(f"  {op:<12} alpha {ab.alpha_us:6.2f} us  eta {ab.eta:.4f}")
+    return 0
+
+
+def _parse_overrides(items: list[str] | None) -> dict:
+    """``--set nRCDRD=30 --set channels=4`` -> {"nRCDRD": 30, "channels": 4}."""
+    from sieve.errors import ConfigError
+
+    out: dict = {}
+    for item in items or []:
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
+        v: object = val
+        for conv in (int, float):
+            try:
+                v = conv(val)
+                break
+            except ValueError:
+                pass
+        if val.lower() in ("true", "false"):
+            v = val.lower() == "true"
+        out[key.strip()] = v
+    return out
+
+
+def _cmd_dram(args: argparse.Namespace) -> int:
+    import json
+
+    from sieve import dram, memtrace, specs
+    from sieve.errors import ConfigError
+
+    spec = specs.get_spec(args.spec, _parse_overrides(args.set))
+    if args.trace and args.pattern:
+        raise ConfigError("sieve dram: give either --trace FILE or --pattern, not both")
+    if args.trace:
+        trace = memtrace.load_loadstore_trace(args.trace)
+    else:
+        if args.requests < 1:
+            raise ConfigError(f"sieve dram: --requests must be >= 1, got {args.requests}")
+        trace = memtrace.synthetic_trace(args.pattern or "seq", args.requests,
+                                         stride_bytes=args.request_bytes,
+                                         write_fraction=args.write_fraction, seed=args.seed)
+    res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
+                                 request_bytes=args.request_bytes, queue_size=args.queue,
+                                 page_policy=args.page)
+    if args.json:
+        d = res.to_dict()
+        d["trace"] = trace.source
+        print(json.dumps(d, indent=2))
+    else:
+        print(f"trace: {trace.source}")
+        print(res.summary())
+    return 0
+
+
+def _cmd_gemv(args: argparse.Namespace) -> int:
+    import json
+
+    from sieve import dram, pim, specs
+
+    spec = specs.get_spec(args.spec, _parse_overrides(args.set))
+    lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs)
+    res = dram.run_pim(spec, [lay.kernel])
+    internal = spec.pim_internal_bandwidth_gbs * lay.n_pcs / spec.org.total_pseudochannels
+    roof_ns = lay.weight_bytes * args.tokens / internal
+    out = {
+        **res.to_dict(),
+        "rows": args.rows, "cols": args.cols, "tokens": args.tokens, "pcs": lay.n_pcs,
+        "kernel": lay.kernel.__dict__, "padding": lay.padding,
+        "roofline_ns": roof_ns, "cycle_accurate_over_roofline": res.time_ns / roof_ns,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2, default=float))
+    else:
+        print(f"PIM GEMV {args.rows} x {args.cols}, {args.tokens} token(s), on {lay.n_pcs} "
+              f"pseudo-channels of {spec.name}")
+        print(f"  time:          {res.time_ns:.1f} ns ({res.cycles} CK)")
+        print(f"  roofline:      {roof_ns:.1f} ns (weights / internal bandwidth); "
+              f"ratio {res.time_ns / roof_ns:.2f}")
+        print(f"  layout:        {lay.kernel}  (padding {100 * lay.padding:.1f} %)")
+        print(f"  utilisation:   {100 * res.pc_utilization.mean():.1f} % mean per PC, "
+              f"imbalance {res.imbalance:.3f}")
+        print(f"  refreshes:     {res.refreshes}")
+        print("  commands:      " + ", ".join(f"{k} {v}" for k, v in res.command_counts.items()))
+    return 0
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -112,6 +254,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="characterize_out", help="output directory")
     p.set_defaults(func=_cmd_characterize)
+
+    p = sub.add_parser("dram", help="run a memory-request trace through the DRAM engine")
+    p.add_argument("--spec", default="hbm3-6400", help="preset or .json/.toml spec file "
+                   "(default hbm3-6400)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a spec value, e.g. --set nRCDRD=30 (repeatable)")
+    p.add_argument("--trace", help="Ramulator 2 LoadStore trace file (LD/ST <addr> per line)")
+    p.add_argument("--pattern", choices=("seq", "rand"),
+                   help="built-in synthetic trace instead of --trace (default seq)")
+    p.add_argument("--requests", type=int, default=100000, help="requests of --pattern")
+    p.add_argument("--write-fraction", type=float, default=0.0, help="writes in --pattern")
+    p.add_argument("--seed", type=int, default=0, help="seed of --pattern rand")
+    p.add_argument("--channels", type=int, default=1,
+                   help="channels the addresses are interleaved over (default 1)")
+    p.add_argument("--mapping", default="sieve", help="address mapping: sieve, RoBaRaCoCh, "
+                   "ChRaBaRoCo (default sieve)")
+    p.add_argument("--request-bytes", type=int, default=64, help="bytes per request "
+                   "(default 64; 32 = one burst, as Ramulator's transactions)")
+    p.add_argument("--queue", type=int, default=32, help="read/write queue entries per channel")
+    p.add_argument("--page", choices=("open", "closed"), default="open", help="page policy")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_dram)
+
+    p = sub.add_parser("gemv", help="time a GEMV on the PIM units (cycle-accurate)")
+    p.add_argument("--spec", default="b200-hbm3e-pim", help="PIM preset or spec file")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a spec value")
+    p.add_argument("--rows", type=int, required=True, help="output rows of the matrix")
+    p.add_argument("--cols", type=int, required=True, help="input columns of the matrix")
+    p.add_argument("--tokens", type=int, default=1, help="input vectors, serialized")
+    p.add_argument("--pcs", type=int, default=None, help="pseudo-channels to shard over "
+                   "(default all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_gemv)
+
+    p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
+    p.add_argument("name", nargs="?", help="GPU, system or link preset name")
+    p.set_defaults(func=_cmd_hardware)
     return parser
 
 

@@ -45,11 +45,11 @@ from sieve.model_parts import (
 from sieve.model_presets import PRESET_FIELDS
 
 __all__ = [
-    "LAYER_TYPES",
     "ACTIVATIONS",
-    "MoeModel",
-    "MODELS",
     "ALIASES",
+    "LAYER_TYPES",
+    "MODELS",
+    "MoeModel",
     "get_model",
     "load_hf_config",
 ]
@@ -465,12 +465,18 @@ ALIASES: dict[str, str] = {"deepseek-r1": "deepseek-v3"}  # R1 config = V3 confi
 
 
 def get_model(name: str | Path) -> MoeModel:
-    """Return a preset by name (or alias), or load a ``config.json`` when given a file path.
+    """Return a preset by name (or alias), or load a ``config.json`` when given a path.
+
+    A :class:`~pathlib.Path`, a string ending in ``.json`` or containing a path separator is a
+    path; a directory means its ``config.json``. The alias ``deepseek-r1`` returns the
+    ``deepseek-v3`` preset object itself.
 
     Raises:
         ConfigError: unknown name; the message lists the presets and aliases.
     """
-    if isinstance(name, Path) or (isinstance(name, str) and name.lower().endswith(".json")):
-        return load_hf_config(name)
+    if isinstance(name, Path) or (isinstance(name, str) and (
+            name.lower().endswith(".json") or "/" in name or "\\" in name)):
+        p = Path(name)
+        return load_hf_config(p / "config.json" if p.is_dir() else p)
     table = {**MODELS, **{a: MODELS[t] for a, t in ALIASES.items()}}
     return lookup(table, name, "model")

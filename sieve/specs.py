@@ -30,27 +30,27 @@ import ast
 import dataclasses
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomllib
 
 from sieve.errors import ConfigError, choices, lookup
 
 __all__ = [
-    "LEVELS",
     "COMMANDS",
+    "LEVELS",
+    "PRESETS",
     "CommandDef",
-    "TimingConstraint",
-    "ResolvedConstraint",
     "DramOrg",
+    "DramSpec",
     "DramTiming",
     "PimConfig",
-    "DramSpec",
-    "PRESETS",
+    "ResolvedConstraint",
+    "TimingConstraint",
     "get_spec",
     "load_spec",
     "ns_to_ck",
@@ -158,9 +158,12 @@ class ResolvedConstraint:
     source: str  # the latency expression it came from (for checker messages)
 
 
+def _names(x: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (x,) if isinstance(x, str) else tuple(x)
+
+
 def _row(level, preceding, following, latency, window=1, sibling=False) -> TimingConstraint:
-    as_tuple = (lambda x: (x,) if isinstance(x, str) else tuple(x))
-    return TimingConstraint(level, as_tuple(preceding), as_tuple(following), latency, window,
+    return TimingConstraint(level, _names(preceding), _names(following), latency, window,
                             sibling)
 
 
@@ -520,19 +523,29 @@ class DramSpec:
         tpc = t.ticks_per_ck
         n_cmd = len(COMMANDS)
         rows = self.resolved_constraints()
-        keyed: dict[tuple[int, int], list[ResolvedConstraint]] = {}
+        # Rows with the same (level, preceding, following, window, sibling) collapse to the
+        # largest latency (max-folding them one by one gives the same ready times). Within a
+        # (level, preceding) group the plain rows (window 1, not sibling) come first, so the
+        # engine's hot loop can fold them without branches (cons_nplain counts them).
+        merged: dict[tuple[int, int, int, int, bool], int] = {}
         for r in rows:
-            keyed.setdefault((r.level, r.preceding), []).append(r)
+            key = (r.level, r.preceding, r.following, r.window, r.sibling)
+            merged[key] = max(merged.get(key, 0), r.latency)
+        keyed: dict[tuple[int, int], list[tuple[int, int, int, bool]]] = {}
+        for (lv, p, f, w, sb), latency in merged.items():
+            keyed.setdefault((lv, p), []).append((f, latency, w, sb))
         ptr = np.zeros(len(LEVELS) * n_cmd + 1, dtype=np.int32)
+        nplain = np.zeros(len(LEVELS) * n_cmd, dtype=np.int32)
         nxt, lat, win, sib = [], [], [], []
         for lv in range(len(LEVELS)):
             for c in range(n_cmd):
-                group = keyed.get((lv, c), [])
-                for r in group:
-                    nxt.append(r.following)
-                    lat.append(r.latency)
-                    win.append(r.window)
-                    sib.append(int(r.sibling))
+                group = sorted(keyed.get((lv, c), []), key=lambda g: (g[2] > 1 or g[3], g[0]))
+                nplain[lv * n_cmd + c] = sum(1 for g in group if g[2] == 1 and not g[3])
+                for f, latency, w, sb in group:
+                    nxt.append(f)
+                    lat.append(latency)
+                    win.append(w)
+                    sib.append(int(sb))
                 ptr[lv * n_cmd + c + 1] = len(nxt)
         # History slots: (level, cmd) pairs that precede a windowed row keep their last W issues.
         hist_slot = np.full(len(LEVELS) * n_cmd, -1, dtype=np.int32)
@@ -565,6 +578,7 @@ class DramSpec:
                 [int(c.name in self.command_names()) for c in COMMANDS], dtype=np.int32
             ),
             "cons_ptr": ptr,
+            "cons_nplain": nplain,
             "cons_next": np.array(nxt, dtype=np.int32),
             "cons_lat": np.array(lat, dtype=np.int64),
             "cons_win": np.array(win, dtype=np.int32),
@@ -581,7 +595,7 @@ class DramSpec:
         }
 
     # ---- validation and overrides ----------------------------------------------------------
-    def validate(self) -> "DramSpec":
+    def validate(self) -> DramSpec:
         """Reject impossible values; returns self so calls can be chained."""
         who = f"DRAM spec {self.name!r}"
         for f_ in fields(DramOrg):
@@ -635,7 +649,7 @@ class DramSpec:
             evaluate_latency(tc.latency, t.values(), self.name)
         return self
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "DramSpec":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> DramSpec:
         """Return a copy with some values replaced.
 
         Keys are timing names (``nRCDRD``, ``tCK_ps``, ...), organisation names (``stacks``,

@@ -1,0 +1,206 @@
+"""sieve.comm: link-bandwidth bounds, monotonicity, tiers, exact routing, errors, fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sieve import calibrate, comm
+from sieve.errors import ConfigError
+from sieve.hardware import get_system
+
+SYSTEMS = ["4xb200", "8xb200", "16xb200", "8xh200", "8xh100"]
+sizes = st.integers(min_value=0, max_value=2**31)
+
+
+def _bounds(system: str, intra_bytes: float, inter_bytes: float) -> float:
+    s = get_system(system)
+    return max(intra_bytes / s.intra_link.bw_bytes_per_s,
+               inter_bytes / s.inter_link.bw_bytes_per_s)
+
+
+# ---- bounds -----------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(size=sizes, system=st.sampled_from(SYSTEMS))
+def test_collectives_never_beat_bytes_over_link_bandwidth(size, system):
+    s = get_system(system)
+    n, g = s.n_gpus, s.gpus_per_node
+    bus = size * (n - 1) / n
+    inter = bus / g if n > g else 0.0
+    assert comm.all_gather_time_s(size, system) >= _bounds(system, bus, inter)
+    assert comm.all_reduce_time_s(size, system) >= _bounds(system, 2 * bus, 2 * inter)
+    assert comm.all_to_all_time_s(size, system) >= _bounds(
+        system, size * (g - 1) / n, size * (n - g) / n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.integers(0, 8192), topk=st.integers(1, 10), hidden=st.sampled_from([2048, 7168]),
+       system=st.sampled_from(SYSTEMS))
+def test_ep_dispatch_and_combine_never_beat_the_links(tokens, topk, hidden, system):
+    s = get_system(system)
+    n, g = s.n_gpus, s.gpus_per_node
+    for fn, payload in ((comm.ep_dispatch_time_s, "fp8"), (comm.ep_combine_time_s, "bf16")):
+        copies_bytes = tokens * topk * comm.payload_bytes(payload, hidden)
+        t = fn(tokens, hidden, topk, system)
+        assert t >= _bounds(system, copies_bytes * (g - 1) / n, copies_bytes * (n - g) / n)
+
+
+# ---- monotonicity -----------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(size=sizes, more=sizes, system=st.sampled_from(SYSTEMS))
+def test_collective_time_is_monotone_in_size(size, more, system):
+    for fn in (comm.all_gather_time_s, comm.all_reduce_time_s, comm.all_to_all_time_s):
+        assert fn(size + more, system) >= fn(size, system)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.integers(0, 4096), more=st.integers(0, 4096), topk=st.integers(1, 10),
+       system=st.sampled_from(SYSTEMS))
+def test_ep_time_is_monotone_in_tokens(tokens, more, topk, system):
+    for fn in (comm.ep_dispatch_time_s, comm.ep_combine_time_s):
+        assert fn(tokens + more, 7168, topk, system) >= fn(tokens, 7168, topk, system)
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.lists(st.integers(0, 500), min_size=64, max_size=64), i=st.integers(0, 63),
+       add=st.integers(1, 500), system=st.sampled_from(["8xb200", "16xb200"]))
+def test_exact_exchange_is_monotone_in_every_entry(m, i, add, system):
+    n = get_system(system).n_gpus
+    c = np.resize(np.array(m), (n, n))
+    more = c.copy()
+    more.flat[i % more.size] += add
+    for op in ("dispatch", "combine"):
+        assert comm.ep_exchange_time_s(more, 7168, system, op=op) >= comm.ep_exchange_time_s(
+            c, 7168, system, op=op)
+
+
+# ---- structure --------------------------------------------------------------------------------
+
+def test_single_gpu_and_empty_transfers_cost_nothing():
+    assert comm.all_gather_time_s(1 << 20, "1xb200") == 0.0
+    assert comm.ep_dispatch_time_s(128, 7168, 8, "1xb200") == 0.0
+    assert comm.all_to_all_time_s(0, "8xb200") == 0.0
+    assert comm.ep_exchange_time_s(np.diag([100] * 8), 7168, "8xb200") == 0.0  # all local
+
+
+def test_spanning_nodes_takes_the_slower_tier():
+    cal = comm.get_comm_calibration("b200").all_to_all
+    s = get_system("16xb200")
+    size = 1 << 30
+    intra = cal.alpha_us * 1e-6 + size * 7 / 16 / (cal.eta * 900e9)
+    inter = (cal.alpha_us + 0.13) * 1e-6 + size * 8 / 16 / (cal.eta * 50e9)
+    assert comm.all_to_all_time_s(size, s) == pytest.approx(max(intra, inter))
+    assert inter > intra  # IB is the bottleneck for a uniform all-to-all over two nodes
+    # a faster inter-node link moves the bottleneck back to NVLink
+    fast = s.override({"inter_link.bw_gbs": 1e5})
+    assert comm.all_to_all_time_s(size, fast) == pytest.approx(
+        max(intra, (cal.alpha_us + 0.13) * 1e-6 + size * 8 / 16 / (cal.eta * 1e14)))
+
+
+def test_exact_exchange_with_uniform_counts_equals_the_uniform_model():
+    for system in ("8xb200", "16xb200"):
+        n = get_system(system).n_gpus
+        c = np.full((n, n), 128 * 8 / n)
+        assert comm.ep_exchange_time_s(c, 7168, system) == pytest.approx(
+            comm.ep_dispatch_time_s(128, 7168, 8, system))
+        assert comm.ep_exchange_time_s(c, 7168, system, op="combine") == pytest.approx(
+            comm.ep_combine_time_s(128, 7168, 8, system))
+
+
+def test_exact_exchange_is_set_by_the_busiest_receiver():
+    c = np.zeros((8, 8))
+    c[1:, 0] = 1000  # every GPU sends to GPU 0: GPU 0 receives 7x what any one sends
+    one = np.zeros((8, 8))
+    one[1, 0] = 1000
+    t_hot, t_one = (comm.ep_exchange_time_s(x, 7168, "8xb200") for x in (c, one))
+    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e-6
+    assert (t_hot - alpha) == pytest.approx(7 * (t_one - alpha))
+
+
+def test_dedup_sends_fewer_copies_than_per_expert():
+    full = comm.ep_dispatch_time_s(256, 7168, 8, "8xb200")
+    dedup = comm.ep_dispatch_time_s(256, 7168, 8, "8xb200", n_experts=256, dedup=True)
+    assert dedup < full
+    # top-8 of 256 experts over 8 GPUs touches 8 (1 - C(224,8)/C(256,8)) = 5.2947 GPUs on average
+    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e-6
+    assert (dedup - alpha) / (full - alpha) == pytest.approx(5.2947 / 8, rel=1e-4)
+
+
+def test_payload_bytes_follow_deepep():
+    assert comm.payload_bytes("fp8", 7168) == 7168 + 7168 / 128 * 4 + 16 == 7408
+    assert comm.payload_bytes("bf16", 7168) == 14336
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+def test_bad_inputs_name_the_field_and_choices():
+    with pytest.raises(ConfigError, match=r"all_gather: size_bytes must be finite and >= 0"):
+        comm.all_gather_time_s(-1)
+    with pytest.raises(ConfigError, match=r"EP dispatch: tokens_per_gpu must be a number"):
+        comm.ep_dispatch_time_s("many", 7168, 8)
+    with pytest.raises(ConfigError, match=r"EP payload 'fp4'.*known: bf16, fp8"):
+        comm.ep_dispatch_time_s(1, 7168, 8, payload="fp4")
+    with pytest.raises(ConfigError, match=r"system 'dgx'.*known:"):
+        comm.all_to_all_time_s(1, "dgx")
+    with pytest.raises(ConfigError, match=r"n_gpus must be an integer in \[1, 8\]"):
+        comm.all_reduce_time_s(1, "8xb200", n_gpus=9)
+    with pytest.raises(ConfigError, match=r"copies must be a square"):
+        comm.ep_exchange_time_s(np.ones((8, 4)), 7168)
+    with pytest.raises(ConfigError, match=r"op 'scatter' unknown"):
+        comm.ep_exchange_time_s(np.ones((8, 8)), 7168, op="scatter")
+    with pytest.raises(ConfigError, match=r"dedup needs n_experts"):
+        comm.ep_dispatch_time_s(1, 7168, 8, dedup=True)
+    with pytest.raises(ConfigError, match=r"unknown override 'alltoall.eta'.*valid: all_gather"):
+        comm.get_comm_calibration("b200").override({"alltoall.eta": 0.5})
+    with pytest.raises(ConfigError, match=r"all_to_all.eta must be in \(0, 1\]"):
+        comm.get_comm_calibration("b200").override({"all_to_all.eta": 1.5})
+
+
+# ---- calibration provenance and validation targets --------------------------------------------
+
+def test_stored_comm_calibrations_are_the_least_squares_fits():
+    fits = calibrate.fit_comm()
+    for gpu_name, ops in fits.items():
+        stored = comm.get_comm_calibration(gpu_name)
+        for op, (ab, _rms, n) in ops.items():
+            assert n == 4
+            assert stored.op(op).alpha_us == pytest.approx(ab.alpha_us, rel=2e-3, abs=0.01)
+            assert stored.op(op).eta == pytest.approx(ab.eta, rel=2e-3)
+
+
+def test_comm_hold_out_errors_stay_within_the_published_bounds():
+    nccl = [(r.role, (calibrate.predict(r) / r.measured_s - 1) * 100)
+            for r in calibrate.nccl_rows()]
+    deepep = [(r.role, (calibrate.predict(r) / r.measured_s - 1) * 100)
+              for r in calibrate.deepep_rows()]
+    n_hold = calibrate.summary(e for role, e in nccl if role == "hold-out")
+    d_hold = calibrate.summary(e for role, e in deepep if role == "hold-out")
+    assert n_hold[2] == 21 and d_hold[2] == 24
+    assert d_hold[0] < 5 and d_hold[1] < 10  # docs/validation.md
+    assert n_hold[0] < 15 and n_hold[1] < 45
+
+
+def test_docs_validation_sections_are_current():
+    """docs/validation.md's generated sections equal a fresh run of the generator."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = root / "docs" / "validation.md"
+    if not doc.exists():
+        pytest.skip("docs/validation.md absent")
+    spec = importlib.util.spec_from_file_location(
+        "validate_costmodels", root / "benchmarks" / "validate_costmodels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = doc.read_text()
+    for name, fresh in (("gpu", mod.gpu_section()), ("comm", mod.comm_section())):
+        m = re.search(rf"<!-- costmodels:{name}:begin.*?<!-- costmodels:{name}:end -->", text,
+                      re.S)
+        assert m, f"section {name} missing from docs/validation.md"
+        assert m.group(0) == fresh, f"docs/validation.md section {name} is stale: run {mod.CMD}"

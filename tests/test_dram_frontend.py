@@ -1,0 +1,175 @@
+"""Request traces, address mapping and the build of the engine."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from sieve import dram
+from sieve.errors import ConfigError, TraceFormatError
+from sieve.mapping import MAPPINGS, AddressMapper
+from sieve.memtrace import RequestTrace, load_loadstore_trace, save_loadstore_trace, synthetic_trace
+from sieve.specs import get_spec
+
+
+def test_loadstore_trace_round_trip_and_parsing(tmp_path):
+    p = tmp_path / "t.trace"
+    p.write_text("# comment\nLD 0x40\n\nST 0x1000\nLD 128\n")
+    tr = load_loadstore_trace(p)
+    assert tr.addr.tolist() == [0x40, 0x1000, 128]
+    assert tr.is_write.tolist() == [False, True, False]
+    q = save_loadstore_trace(tr, tmp_path / "u.trace")
+    assert load_loadstore_trace(q).addr.tolist() == tr.addr.tolist()
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("LD 0x40\nXX 0x10\n", "line 2: field 1 \\(operation\\)"),
+    ("LD 0x40\nLD zz\n", "line 2: field 2 \\(address\\) is not a number"),
+    ("LD\n", "line 1: expected"),
+    ("LD 0x1 0x2\n", "line 1: expected"),
+    ("LD -5\n", "line 1: field 2 \\(address\\) out of range"),
+    ("# only a comment\n", "no requests"),
+])
+def test_malformed_traces_name_file_line_and_field(tmp_path, text, msg):
+    p = tmp_path / "bad.trace"
+    p.write_text(text)
+    with pytest.raises(TraceFormatError, match=msg):
+        load_loadstore_trace(p)
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        load_loadstore_trace(tmp_path / "missing.trace")
+
+
+def test_synthetic_traces_are_seeded():
+    a = synthetic_trace("rand", 1000, seed=1, write_fraction=0.3)
+    b = synthetic_trace("rand", 1000, seed=1, write_fraction=0.3)
+    c = synthetic_trace("rand", 1000, seed=2, write_fraction=0.3)
+    assert np.array_equal(a.addr, b.addr) and np.array_equal(a.is_write, b.is_write)
+    assert not np.array_equal(a.addr, c.addr)
+    assert "seed=1" in a.source
+    assert synthetic_trace("seq", 4, stride_bytes=64).addr.tolist() == [0, 64, 128, 192]
+    with pytest.raises(ConfigError, match="unknown pattern"):
+        synthetic_trace("zipf", 10)
+    with pytest.raises(ConfigError, match=">= 1"):
+        synthetic_trace("seq", 0)
+
+
+def test_request_trace_validation():
+    with pytest.raises(ConfigError, match="negative address"):
+        RequestTrace([-1], [False])
+    with pytest.raises(ConfigError, match="non-decreasing"):
+        RequestTrace([0, 64], [False, False], arrive_ck=[5, 1])
+    with pytest.raises(ConfigError, match="one length"):
+        RequestTrace([0, 64], [False])
+
+
+@pytest.mark.parametrize("scheme", sorted(MAPPINGS))
+def test_mapping_encode_decode_round_trip(scheme, rng):
+    spec = get_spec("hbm3-6400")
+    m = AddressMapper(spec, scheme, channels=4, request_bytes=64)
+    o = spec.org
+    fields = dict(ch=rng.integers(0, 4, 200), pc=rng.integers(0, 2, 200),
+                  sid=rng.integers(0, 2, 200), bg=rng.integers(0, 4, 200),
+                  ba=rng.integers(0, 4, 200), ro=rng.integers(0, o.rows, 200),
+                  co=rng.integers(0, o.columns // 2, 200) * 2)
+    addrs = np.array([m.encode(**{k: int(v[i]) for k, v in fields.items()})
+                      for i in range(200)])
+    dec = m.decode(addrs)
+    for k, v in fields.items():
+        assert np.array_equal(getattr(dec, k), v), k
+    assert m.address_bits == 2 + 1 + 1 + 2 + 2 + 13 + 5 + 5  # ch pc sid bg ba ro co + 32 B
+
+
+def test_default_mapping_rotates_bank_groups_first():
+    spec = get_spec("hbm3-6400")
+    m = AddressMapper(spec, "sieve", channels=1, request_bytes=64)
+    d = m.decode(np.arange(8) * 64)
+    assert d.bg.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert d.pc.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert d.co.tolist() == [0] * 8  # the next request to a bank is its next column pair
+    assert m.decode(np.array([8 * 64])).co.tolist() == [2]
+
+
+def test_ramulator_mapping_puts_column_bits_lowest():
+    m = AddressMapper(get_spec("hbm3-6400"), "RoBaRaCoCh", channels=1, request_bytes=32)
+    d = m.decode(np.arange(4) * 32)
+    assert d.co.tolist() == [0, 1, 2, 3] and set(d.bg.tolist()) == {0}
+
+
+def test_custom_mapping_and_errors():
+    spec = get_spec("hbm3-6400")
+    m = AddressMapper(spec, ["co:2", "bg", "pc", "ch", "sid", "ba", "co", "ro"], channels=1)
+    assert m.name == "custom"
+    with pytest.raises(ConfigError, match="unknown field 'xx'"):
+        AddressMapper(spec, ["xx"], channels=1)
+    with pytest.raises(ConfigError, match="missing fields"):
+        AddressMapper(spec, ["bg", "pc"], channels=1)
+    with pytest.raises(ConfigError, match="unknown"):
+        AddressMapper(spec, "RoRo", channels=1)
+    with pytest.raises(ConfigError, match="power of two"):
+        AddressMapper(spec, "sieve", channels=3)
+    with pytest.raises(ConfigError, match="multiple of the 32-byte burst"):
+        AddressMapper(spec, "sieve", channels=1, request_bytes=48)
+
+
+def test_simulate_requests_rejects_bad_options():
+    tr = synthetic_trace("seq", 10)
+    with pytest.raises(ConfigError, match="page policy"):
+        dram.simulate_requests("hbm3-6400", tr, page_policy="lazy")
+    with pytest.raises(ConfigError, match="queue_size"):
+        dram.simulate_requests("hbm3-6400", tr, queue_size=0)
+
+
+def test_same_trace_runs_through_file_and_arrays(tmp_path):
+    tr = synthetic_trace("rand", 2000, seed=3, write_fraction=0.2)
+    path = save_loadstore_trace(tr, tmp_path / "x.trace")
+    a = dram.simulate_requests("hbm3-6400", tr, channels=1)
+    b = dram.simulate_requests("hbm3-6400", load_loadstore_trace(path), channels=1)
+    assert a.to_dict() == b.to_dict()
+
+
+def test_engine_build_flavour_is_the_expected_one():
+    """CI runs the suite twice: SIEVE_EXPECT_DEBUG_BUILD=1 proves the bounds-checked build
+    was the one tested."""
+    expect = os.environ.get("SIEVE_EXPECT_DEBUG_BUILD")
+    if expect is None:
+        pytest.skip("SIEVE_EXPECT_DEBUG_BUILD not set")
+    assert dram.DEBUG_BUILD == (expect == "1")
+
+
+@pytest.mark.skipif(not dram.DEBUG_BUILD, reason="bounds checks exist only in the debug build")
+def test_debug_build_detects_out_of_bounds_access():
+    import sys
+
+    dev = dram.DramDevice("hbm3-6400", channels=1)
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u.exc_value)
+    try:
+        dev._engine.earliest(0, 5, 0, 0, 0, 0)  # channel 5 of a 1-channel engine
+    finally:
+        sys.unraisablehook = old
+    assert any(isinstance(e, IndexError) for e in seen)
+
+
+def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'sieve._dram':\n"
+        "            raise ImportError('No module named sieve._dram')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "try:\n"
+        "    import sieve.dram\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, '|', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("NotBuiltError |")
+    assert "pip install -e ." in out and out.count("\n") == 1

@@ -1,0 +1,151 @@
+"""The engine against the independent checker (sieve.checker, written apart from the engine).
+
+* Every log the engine produces - random request traces (hypothesis), long traces of more
+  than 10^6 commands, PIM programs - has zero violations.
+* The engine's earliest tick is tight: a random command driver issues each command at the
+  engine's earliest tick, and moving any timing-bound command one tick (one CK for column
+  commands) earlier makes the checker report a violation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sieve import checker, dram, pim
+from sieve.dram import Address, DramDevice
+from sieve.memtrace import synthetic_trace
+from sieve.specs import COMMANDS, get_spec
+
+ALL = ["hbm3-6400", "hbm2-2000", "hbm3e-8000", "b200-hbm3e-pim", "samsung-hbm2-pim",
+       "attacc-hbm3-pim"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(ALL), pattern=st.sampled_from(["seq", "rand"]),
+       writes=st.sampled_from([0.0, 0.1, 0.5, 1.0]), channels=st.sampled_from([1, 2, 4]),
+       request_bytes=st.sampled_from([32, 64, 256]), queue=st.sampled_from([4, 32, 64]),
+       page=st.sampled_from(["open", "closed"]), refresh=st.sampled_from(["allbank", "perbank"]),
+       spaced=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_random_request_traces_have_zero_violations(name, pattern, writes, channels,
+                                                    request_bytes, queue, page, refresh,
+                                                    spaced, seed):
+    spec = get_spec(name).override(refresh=refresh)
+    tr = synthetic_trace(pattern, 4000, stride_bytes=request_bytes, write_fraction=writes,
+                         seed=seed)
+    if spaced:  # bursty arrivals with idle gaps (exercises refresh while idle)
+        rng = np.random.default_rng(seed)
+        tr = type(tr)(tr.addr, tr.is_write, np.cumsum(rng.integers(0, 40, len(tr))))
+    r = dram.simulate_requests(spec, tr, channels=channels, request_bytes=request_bytes,
+                               queue_size=queue, page_policy=page, log=True)
+    rep = checker.check_log(r.log, spec)
+    assert rep.ok, rep.summary()
+
+
+def test_a_million_command_trace_has_zero_violations():
+    tr = synthetic_trace("rand", 300_000, write_fraction=0.3, seed=11)
+    r = dram.simulate_requests("hbm3-6400", tr, channels=2, log=True)
+    assert len(r.log) > 1_000_000
+    rep = checker.check_log(r.log, "hbm3-6400")
+    assert rep.ok, rep.summary()
+    assert rep.n_commands == len(r.log)
+
+
+def test_a_million_command_pim_program_has_zero_violations():
+    spec = get_spec("samsung-hbm2-pim")
+    k = pim.gemv_kernel(spec, 4096, 4096, 8)
+    r = dram.run_pim(spec, [k, pim.gemv_kernel(spec, 1024, 4096, 2, gap_ns=200)],
+                     symmetric=False, log=True)
+    assert len(r.log) > 1_000_000
+    rep = checker.check_log(r.log, spec)
+    assert rep.ok, rep.summary()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tightness: a random command driver
+# ---------------------------------------------------------------------------------------------
+
+
+def _drive(spec_name: str, n: int, seed: int):
+    """Issue n random state-legal commands, each at the engine's earliest legal tick (or a bit
+    later); returns the device, the records of (tick, raw earliest, order bound, column?)."""
+    spec = get_spec(spec_name)
+    o = spec.org
+    rng = np.random.default_rng(seed)
+    dev = DramDevice(spec, channels=2, log=True)
+    tpc = spec.timing.ticks_per_ck
+    now = [0, 0]
+    recs = []
+    pim_on = spec.pim is not None
+    for _ in range(n):
+        ch = int(rng.integers(2))
+        pc = int(rng.integers(o.pseudochannels))
+        a = Address(ch, pc, int(rng.integers(o.sids)), int(rng.integers(o.bankgroups)),
+                    int(rng.integers(o.banks)), int(rng.integers(4)), int(rng.integers(o.columns)))
+        flat = ((ch * o.pseudochannels + pc) * o.sids + a.sid) * o.bankgroups * o.banks \
+            + a.bg * o.banks + a.bank
+        openr = dev.open_rows(0)[flat]
+        roll = rng.random()
+        if pim_on and roll < 0.25:
+            pim_open = dev.open_rows(1 if spec.pim.dual_row_buffer else 0)
+            first = (ch * o.pseudochannels + pc) * o.banks_per_pc
+            rows = pim_open[first:first + o.banks_per_pc]
+            if np.all(rows == rows[0]) and rows[0] >= 0:
+                cmd = rng.choice(["MACAB", "MACAB", "GWRITE", "RDRES", "PREAB"])
+                a = a._replace(row=int(rows[0]))
+            elif np.all(rows == -1) and (spec.pim.dual_row_buffer or
+                                         np.all(dev.open_rows(0)[first:first + o.banks_per_pc]
+                                                == -1)):
+                cmd = "ACTAB"
+            else:
+                cmd = "PREAB"
+        elif roll < 0.03:
+            cmd = "PREA"
+        elif openr == -1:
+            cmd = "ACT" if roll < 0.9 else ("REFpb" if not pim_on or spec.pim.dual_row_buffer
+                                            else "ACT")
+            if cmd == "REFpb" and pim_on and np.any(dev.open_rows(1)[flat] != -1):
+                cmd = "ACT"
+        else:
+            a = a._replace(row=int(openr))
+            cmd = rng.choice(["RD", "RD", "WR", "RDA", "WRA", "PRE"])
+        if not dev.state_ok(cmd, a):
+            continue
+        raw = dev.earliest(cmd, a, aligned=False)
+        t = max(dev.earliest(cmd, a), now[ch])
+        if COMMANDS_BY_NAME[cmd].bus == 1:
+            t = -(-t // tpc) * tpc  # column commands on a rising edge
+        if rng.random() < 0.2:
+            t += int(rng.integers(1, 6)) * (tpc if COMMANDS_BY_NAME[cmd].bus == 1 else 1)
+        dev.issue(cmd, a, t)
+        recs.append((t, raw, now[ch], COMMANDS_BY_NAME[cmd].bus == 1))
+        now[ch] = t
+    return spec, dev, recs
+
+
+COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
+
+
+@pytest.mark.parametrize("name,seed", [("hbm3-6400", 1), ("hbm2-2000", 2), ("hbm3e-8000", 3),
+                                       ("b200-hbm3e-pim", 4), ("samsung-hbm2-pim", 5),
+                                       ("attacc-hbm3-pim", 6)])
+def test_engine_earliest_tick_is_tight_against_the_checker(name, seed):
+    spec, dev, recs = _drive(name, 4000, seed)
+    log = dev.log()
+    assert len(log) == len(recs) > 1000
+    assert checker.check_log(log, spec, check_refresh=False).ok
+    tpc = spec.timing.ticks_per_ck
+    rng = np.random.default_rng(seed)
+    # commands held back by timing alone (not by issue order or by the rising-edge rule)
+    bound = [i for i, (t, raw, prev, col) in enumerate(recs)
+             if t == raw and raw > prev and (not col or raw % tpc == 0)]
+    assert len(bound) > 200
+    for i in rng.choice(bound, size=60, replace=False):
+        t, raw, prev, col = recs[i]
+        bad = log.copy()
+        bad["tick"][i] = t - (tpc if col else 1)
+        rep = checker.check_log(bad, spec, check_refresh=False)
+        families = set(rep.by_family())
+        assert families - {"alignment", "order"}, (i, COMMANDS[log["cmd"][i]].name, families)
