@@ -185,7 +185,8 @@ class RouterShape:
         if not (1 <= self.top_k <= self.n_experts) or not self.layer_ids:
             raise ConfigError(
                 f"router shape {self.name!r}: need 1 <= top_k <= n_experts and >= 1 layer "
-                f"(got top_k={self.top_k}, n_experts={self.n_experts}, {len(self.layer_ids)} layers)"
+                f"(got top_k={self.top_k}, n_experts={self.n_experts}, "
+                f"{len(self.layer_ids)} layers)"
             )
 
     @property
@@ -417,7 +418,7 @@ def generate_trace(
     prompt_tokens: int = 0,
     fit: str = "joint",
 ) -> RoutingTrace:
-    """One-call form of :class:`SyntheticRouter` ``(model, params, seed, fit=fit).generate(...)``."""
+    """One-call form of ``SyntheticRouter(model, params, seed, fit=fit).generate(...)``."""
     return SyntheticRouter(model, params, seed, fit=fit).generate(
         batch_size, n_steps, prompt_tokens=prompt_tokens
     )

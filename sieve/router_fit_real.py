@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize
 
-from sieve.router_fit import SHARED
 from sieve.router import RouterParams, RouterShape, SyntheticRouter
+from sieve.router_fit import SHARED
 from sieve.routing_stats import (
     iid_coverage,
     load_skew,

@@ -10,6 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from sieve.models import MODELS, get_model
+from sieve.router import (
+    _KAPPA_FINE,
+    _KAPPA_MIXTRAL,
+    DEFAULT_PARAMS,
+    PRESET_FITS,
+    PRESET_SOURCES,
+    ROUTER_PRESETS,
+    RouterShape,
+    SyntheticRouter,
+)
 from sieve.router_fit import (
     HELD_OUT_TARGETS,
     SEED_TARGETS,
@@ -25,17 +36,6 @@ from sieve.router_fit_real import (
     qwen15_stats,
     qwen15_synthetic,
     synthetic_nmi,
-)
-from sieve.models import MODELS, get_model
-from sieve.router import (
-    _KAPPA_FINE,
-    _KAPPA_MIXTRAL,
-    DEFAULT_PARAMS,
-    PRESET_FITS,
-    PRESET_SOURCES,
-    ROUTER_PRESETS,
-    RouterShape,
-    SyntheticRouter,
 )
 from sieve.routing_stats import (
     iid_coverage,
@@ -93,7 +93,8 @@ def unfitted_model_table() -> str:
     rows = [
         (
             "| model | fit | preset | coverage / iid at B=16, 64, 128 | aggregate max/mean, Hn "
-            "| same-request overlap / k (no-reuse baseline) | NMI of MoE layers 0-1 (65,536 tokens) |"
+            "| same-request overlap / k (no-reuse baseline) "
+            "| NMI of MoE layers 0-1 (65,536 tokens) |"
         ),
         "|---|---|---|---|---|---|---|",
     ]
@@ -189,7 +190,8 @@ def qwen15_table() -> str:
     fitted = {"coverage_over_iid", "agg_max_over_mean", "temporal_overlap"}
     rows = [
         (
-            "| statistic (decode, B ≤ 25) | real: mean (per-layer range) | synthetic, Qwen1.5 fit | "
+            "| statistic (decode, B ≤ 25) | real: mean (per-layer range) "
+            "| synthetic, Qwen1.5 fit | "
             "synthetic, default preset | fitted? |"
         ),
         "|---|---|---|---|---|",

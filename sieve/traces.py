@@ -224,7 +224,8 @@ class RoutingTrace:
 
     # -- disk ----------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the trace as an uncompressed ``.npz`` (format :data:`FORMAT_VERSION`), atomically."""
+        """Write the trace as an uncompressed ``.npz`` (format :data:`FORMAT_VERSION`),
+        atomically (temporary file, then rename)."""
         path = Path(path)
         header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "meta": self.meta.to_json()}
         arrays = {

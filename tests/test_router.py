@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from sieve.router_fit import SEED_TARGETS, step_sample_stats
 from sieve.errors import ConfigError
 from sieve.models import get_model
 from sieve.router import (
@@ -20,6 +19,7 @@ from sieve.router import (
     generate_trace,
     get_router_params,
 )
+from sieve.router_fit import SEED_TARGETS, step_sample_stats
 from sieve.routing_stats import iid_overlap, nmi_from_joint, temporal_overlap, top1_joint
 from sieve.traces import DECODE, PREFILL
 
@@ -178,8 +178,8 @@ def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
 def test_stored_mixtral_kappa_is_what_the_fit_returns():
     from conftest import shared_trace
 
-    from sieve.router_fit_real import fit_kappa
     from sieve.router import _KAPPA_MIXTRAL
+    from sieve.router_fit_real import fit_kappa
 
     shared_trace("allenai_olmoe_routing_analysis", "mistral")
     kappa, _ = fit_kappa("mistral")

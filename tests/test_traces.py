@@ -239,7 +239,8 @@ def test_vllm_log_uses_request_ids_when_present(tmp_path):
         ('{"type": "route", "token_idx": 5, "layer": 0, "topk_ids": [1, 2]}', "'token_idx'"),
         ('{"type": "route", "token_idx": 0, "layer": "x", "topk_ids": [1, 2]}', "'layer'"),
         (
-            '{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 2], "topk_weights": [1]}',
+            '{"type": "route", "token_idx": 0, "layer": 0, "topk_ids": [1, 2], '
+            '"topk_weights": [1]}',
             "'topk_weights'",
         ),
         ('{"type": "bogus"}', "'type'"),
