@@ -21,7 +21,6 @@ shared and noisy; best-of is the least noisy estimate of the cost).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import resource
 import time
@@ -59,9 +58,8 @@ def main(argv=None) -> int:
     for pattern in ("seq", "rand"):
         trace = memtrace.synthetic_trace(pattern, args.requests, seed=1)
         for label, mapping, rbytes in (("ramulator", "RoBaRaCoCh", 32), ("sieve", "sieve", 64)):
-            wall, res = best_of(lambda: dram.simulate_requests(
-                "hbm3-6400", trace, channels=1, mapping=mapping, request_bytes=rbytes),
-                args.repeat)
+            wall, res = best_of(lambda t=trace, m=mapping, b=rbytes: dram.simulate_requests(
+                "hbm3-6400", t, channels=1, mapping=m, request_bytes=b), args.repeat)
             n_cmd = sum(res.command_counts.values())
             rps = len(trace) / wall
             ck = res.cycles / len(trace)
@@ -79,8 +77,8 @@ def main(argv=None) -> int:
 
     kernel = pim.gemv_kernel("samsung-hbm2-pim", 4096, 4096, 1, col_groups=1)  # row-only
     for symmetric in ("auto", False):
-        wall, res = best_of(lambda: dram.run_pim("samsung-hbm2-pim", [kernel],
-                                                 symmetric=symmetric), args.repeat)
+        wall, res = best_of(lambda s=symmetric: dram.run_pim("samsung-hbm2-pim", [kernel],
+                                                             symmetric=s), args.repeat)
         n_cmd = sum(res.command_counts.values())
         simulated = n_cmd * res.simulated_channels // 32  # commands the engine really issued
         name = (f"GEMV 4096x4096 fp16, samsung-hbm2-pim, 64 PC, "

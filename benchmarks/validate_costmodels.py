@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sieve import calibrate, comm, gpu  # noqa: E402
-from sieve.hardware import get_gpu  # noqa: E402
-from sieve.outputs import write_text  # noqa: E402
+from sieve import calibrate, comm, gpu
+from sieve.hardware import get_gpu
+from sieve.outputs import write_text
 
 CMD = "python benchmarks/validate_costmodels.py --write docs/validation.md"
 ROLES = ("train", "hold-out", "hold-out (L2 ⚠)", "hold-out (other kernel)")

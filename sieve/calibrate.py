@@ -28,9 +28,21 @@ from scipy.optimize import least_squares
 from sieve import comm, gpu
 from sieve.hardware import get_dtype, make_system
 
-__all__ = ["Row", "load_rows", "gemm_rows", "moe_rows", "nccl_rows", "deepep_rows",
-           "fit_gpu", "fit_comm", "predict", "moe_token_counts", "L2_SAFE_WEIGHT_BYTES",
-           "OVERLAP_P_GRID", "summary"]
+__all__ = [
+    "L2_SAFE_WEIGHT_BYTES",
+    "OVERLAP_P_GRID",
+    "Row",
+    "deepep_rows",
+    "fit_comm",
+    "fit_gpu",
+    "gemm_rows",
+    "load_rows",
+    "moe_rows",
+    "moe_token_counts",
+    "nccl_rows",
+    "predict",
+    "summary",
+]
 
 #: Weights below this may stay in the 126.5 MB L2 across the collector's 5 rotating copies
 #: (hardware.md §3.2: "rotates up to 5 weight copies, >= L2 size when weights >= ~25 MB").
@@ -224,7 +236,7 @@ def fit_comm(rows: list[Row] | None = None) -> dict:
         meas = np.log([r.measured_s for r in rs])
         template = comm.get_comm_calibration(g)
 
-        def resid(x, kind=kind, template=template, rs=rs):
+        def resid(x, kind=kind, template=template, rs=rs, meas=meas):
             cal = replace(template, **{kind: comm.AlphaBeta(float(x[0]), float(x[1]))})
             return np.log([predict(r, ccal=cal) for r in rs]) - meas
 

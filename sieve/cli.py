@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sieve.errors import SieveError
+from sieve.errors import ConfigError, SieveError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -37,6 +37,50 @@ def _cmd_specs(args: argparse.Namespace) -> int:
             print(f"  {k}: {v}")
     return 0
 
+
+def _split_list(text: str, flag: str) -> list[str]:
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise ConfigError(
+            f"{flag}: malformed list {text!r} (comma-separated, e.g. {flag} "
+            + ("gpt-oss-120b,qwen3-30b-a3b)" if flag == "--models" else "1,4,16)")
+        )
+    return items
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    out = []
+    for x in _split_list(text, flag):
+        try:
+            out.append(int(x))
+        except ValueError:
+            raise ConfigError(f"{flag}: {x!r} is not an integer (e.g. {flag} 1,4,16,64)") from None
+    return out
+
+
+def _cmd_characterize(args: argparse.Namespace) -> int:
+    from sieve.characterize import CharacterizeConfig, run_characterize
+
+    config = CharacterizeConfig(
+        models=tuple(_split_list(args.models, "--models")),
+        batch_sizes=tuple(_int_list(args.batch, "--batch")),
+        n_steps=_int_arg("--steps")(args.steps),
+        seed=_int_arg("--seed")(args.seed),
+        router_fit=args.router_fit,
+    )
+    for path in run_characterize(config, args.out):
+        print(path)
+    return 0
+
+
+def _int_arg(flag: str):
+    def parse(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{flag}: {text!r} is not an integer") from None
+
+    return parse
 
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from sieve import comm, gpu, hardware
@@ -206,6 +250,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("specs", help="list DRAM/PIM presets, or show one with units")
     p.add_argument("name", nargs="?", help="preset name or .json/.toml spec file")
     p.set_defaults(func=_cmd_specs)
+
+    p = sub.add_parser(
+        "characterize",
+        help="act-ratio and token-count bins per model and batch size (seed Figures 3 and 5)",
+        description="Generate synthetic routing traces (sieve.router presets) and write a tidy "
+        "CSV, config.json and the Figure 3/5 plots (PNG and PDF) into --out.",
+    )
+    p.add_argument("--models", required=True, help="comma-separated model names")
+    p.add_argument("--batch", required=True, help="comma-separated batch sizes, e.g. 1,4,16,64")
+    p.add_argument("--steps", default="16", help="decode steps per trace (default 16)")
+    p.add_argument("--seed", default="0", help="RNG seed (default 0)")
+    p.add_argument(
+        "--router-fit",
+        default="joint",
+        help="router preset set: joint (seed numbers + real aggregate skew; default) or seed",
+    )
+    p.add_argument("--out", default="characterize_out", help="output directory")
+    p.set_defaults(func=_cmd_characterize)
 
     p = sub.add_parser("dram", help="run a memory-request trace through the DRAM engine")
     p.add_argument("--spec", default="hbm3-6400", help="preset or .json/.toml spec file "

@@ -38,12 +38,22 @@ import numpy as np
 
 from sieve.errors import ConfigError, choices, lookup
 from sieve.hardware import SystemSpec, get_system
+from sieve.validate import check_number
 
 __all__ = [
-    "AlphaBeta", "CommCalibration", "COMM_CALIBRATIONS", "get_comm_calibration",
-    "PAYLOADS", "payload_bytes",
-    "all_gather_time_s", "all_reduce_time_s", "all_to_all_time_s",
-    "ep_dispatch_time_s", "ep_combine_time_s", "ep_exchange_time_s", "tier_time_s",
+    "COMM_CALIBRATIONS",
+    "PAYLOADS",
+    "AlphaBeta",
+    "CommCalibration",
+    "all_gather_time_s",
+    "all_reduce_time_s",
+    "all_to_all_time_s",
+    "ep_combine_time_s",
+    "ep_dispatch_time_s",
+    "ep_exchange_time_s",
+    "get_comm_calibration",
+    "payload_bytes",
+    "tier_time_s",
 ]
 
 
@@ -68,7 +78,7 @@ class CommCalibration:
     def op(self, name: str) -> AlphaBeta:
         return getattr(self, name)
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "CommCalibration":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> CommCalibration:
         """Keys: ``<op>.alpha_us`` / ``<op>.eta`` (op = all_gather, all_to_all, all_reduce,
         ep_dispatch, ep_combine), ``name``, ``source``."""
         items = dict(values or {})
@@ -87,7 +97,7 @@ class CommCalibration:
                 new[key] = v
         return replace(self, **new).validate()
 
-    def validate(self) -> "CommCalibration":
+    def validate(self) -> CommCalibration:
         for f in fields(self):
             ab = getattr(self, f.name)
             if isinstance(ab, AlphaBeta):
@@ -145,17 +155,7 @@ PAYLOADS = {
 def payload_bytes(payload: str, hidden: int) -> float:
     """Bytes per (token, expert) copy for ``payload`` in {fp8, bf16}."""
     f = lookup(PAYLOADS, payload, "EP payload")
-    return float(f(_size("EP payload", "hidden", hidden)))
-
-
-def _size(what: str, name: str, v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what}: {name} must be a number, got {v!r}") from None
-    if not x >= 0 or math.isinf(x):
-        raise ConfigError(f"{what}: {name} must be finite and >= 0, got {v!r}")
-    return x
+    return float(f(check_number("EP payload", "hidden", hidden)))
 
 
 def _setup(system, calib, n_gpus, what):
@@ -183,7 +183,7 @@ def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: S
 
 def _ring(kind: str, size: float, factor: float, system, calib, n_gpus) -> float:
     s, cal, n, g = _setup(system, calib, n_gpus, kind)
-    size = _size(kind, "size_bytes", size)
+    size = check_number(kind, "size_bytes", size)
     if n == 1:
         return 0.0
     bus = factor * size * (n - 1) / n
@@ -212,7 +212,7 @@ def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
                       n_gpus: int | None = None) -> float:
     """All-to-all with ``size_bytes`` per GPU send buffer, uniform destinations, seconds."""
     s, cal, n, g = _setup(system, calib, n_gpus, "all_to_all")
-    size = _size("all_to_all", "size_bytes", size_bytes)
+    size = check_number("all_to_all", "size_bytes", size_bytes)
     if n == 1:
         return 0.0
     return tier_time_s(cal.all_to_all, size * (g - 1) / n, size * (n - g) / n, s)
@@ -221,8 +221,8 @@ def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
 def _ep_uniform(op: str, tokens_per_gpu, hidden, topk, system, calib, n_gpus, payload,
                 n_experts, dedup) -> float:
     s, cal, n, g = _setup(system, calib, n_gpus, f"EP {op}")
-    t = _size(f"EP {op}", "tokens_per_gpu", tokens_per_gpu)
-    k = _size(f"EP {op}", "topk", topk)
+    t = check_number(f"EP {op}", "tokens_per_gpu", tokens_per_gpu)
+    k = check_number(f"EP {op}", "topk", topk)
     b = payload_bytes(payload, hidden)
     if n == 1 or t == 0 or k == 0:
         return 0.0

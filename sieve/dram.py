@@ -40,12 +40,12 @@ except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt
 __all__ = [
     "DEBUG_BUILD",
     "LOG_DTYPE",
+    "STATUS_MESSAGES",
     "Address",
     "DramDevice",
     "DramResult",
     "GemvKernel",
     "PimResult",
-    "STATUS_MESSAGES",
     "run_pim",
     "simulate_requests",
 ]
@@ -512,7 +512,7 @@ def run_pim(spec: DramSpec | str,
     by_channel = [tuple(per_pc[c * npc:(c + 1) * npc]) for c in range(o.total_channels)]
     if symmetric not in ("auto", True, False):
         raise ConfigError(f"PIM program: symmetric must be 'auto' or False, got {symmetric!r}")
-    one = symmetric != False and all(ch == by_channel[0] for ch in by_channel)  # noqa: E712
+    one = symmetric is not False and all(ch == by_channel[0] for ch in by_channel)
     sim_channels = 1 if one else o.total_channels
     streams = per_pc[:sim_channels * npc]
     # kernel table with de-duplicated descriptor rows

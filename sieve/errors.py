@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 __all__ = [
-    "SieveError",
     "ConfigError",
+    "NotBuiltError",
+    "SieveError",
     "TimingViolation",
     "TraceFormatError",
-    "NotBuiltError",
     "lookup",
 ]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sieve.gpu import expert_gemm_cost
 from sieve.hardware import GpuSpec, SystemSpec, get_dtype, get_gpu, get_system
 
-__all__ = ["t_offchip_s", "t_comp_s", "t_gpu_experts_s", "t_comm_s", "t_dispatch_combine_s"]
+__all__ = ["t_comm_s", "t_comp_s", "t_dispatch_combine_s", "t_gpu_experts_s", "t_offchip_s"]
 
 
 def t_offchip_s(n_bytes: float, gpu: str | GpuSpec = "b200") -> float:

@@ -33,14 +33,23 @@ from typing import Any
 
 import numpy as np
 
-from sieve.errors import ConfigError, choices, lookup
+from sieve.errors import ConfigError, lookup
 from sieve.hardware import DType, GpuSpec, get_dtype, get_gpu
+from sieve.validate import check_number, override_fields
 
 __all__ = [
-    "GpuCalibration", "CALIBRATIONS", "get_calibration",
-    "kernel_time_s", "gemm_time_s", "gemv_time_s", "grouped_gemm_time_s", "moe_layer_time_s",
-    "attention_decode_time_s", "attention_prefill_time_s", "weight_load_time_s",
+    "CALIBRATIONS",
+    "GpuCalibration",
+    "attention_decode_time_s",
+    "attention_prefill_time_s",
     "expert_gemm_cost",
+    "gemm_time_s",
+    "gemv_time_s",
+    "get_calibration",
+    "grouped_gemm_time_s",
+    "kernel_time_s",
+    "moe_layer_time_s",
+    "weight_load_time_s",
 ]
 
 
@@ -76,17 +85,10 @@ class GpuCalibration:
         return {"bf16": self.t0_moe_bf16_s, "fp8": self.t0_moe_fp8_s,
                 "fp4": self.t0_moe_fp4_s}[d.compute]
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "GpuCalibration":
-        items = dict(values or {})
-        items.update(kw)
-        names = {f.name for f in fields(self)}
-        for k in items:
-            if k not in names:
-                raise ConfigError(f"GPU calibration {self.name!r}: unknown override {k!r} "
-                                  f"(valid: {choices(names)})")
-        return replace(self, **items).validate()
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuCalibration:
+        return override_fields(self, "GPU calibration", values, kw)
 
-    def validate(self) -> "GpuCalibration":
+    def validate(self) -> GpuCalibration:
         what = f"GPU calibration {self.name!r}"
         for n in ("eta_bw", "eta_c_bf16", "eta_c_fp8", "eta_c_fp4"):
             v = getattr(self, n)
@@ -144,16 +146,6 @@ def get_calibration(name: str | GpuCalibration | GpuSpec) -> GpuCalibration:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_size(what: str, name: str, v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what}: {name} must be a number, got {v!r}") from None
-    if not x >= 0 or math.isinf(x):
-        raise ConfigError(f"{what}: {name} must be finite and >= 0, got {v!r}")
-    return x
-
-
 def _combine(a: float, b: float, p: float) -> float:
     hi, lo = max(a, b), min(a, b)
     if hi == 0.0:
@@ -203,8 +195,8 @@ def kernel_time_s(bytes_moved: float, compute_s: float, *, gpu: str | GpuSpec = 
     """
     g = get_gpu(gpu)
     cal = get_calibration(calib or g)
-    b = _check_size("GPU kernel", "bytes_moved", bytes_moved)
-    c = _check_size("GPU kernel", "compute_s", compute_s)
+    b = check_number("GPU kernel", "bytes_moved", bytes_moved)
+    c = check_number("GPU kernel", "compute_s", compute_s)
     return t0_s + _combine(b / (cal.eta_bw * g.hbm_bw_bytes_per_s), c, cal.overlap_p)
 
 
@@ -227,7 +219,7 @@ def gemm_time_s(m: int, n: int, k: int, dtype: str = "bf16", *, gpu: str | GpuSp
         ConfigError: negative/non-numeric sizes, unknown dtype or GPU.
     """
     g, cal, d = _resolve(gpu, calib, dtype)
-    m, n, k = (_check_size("GEMM", nm, v) for nm, v in (("m", m), ("n", n), ("k", k)))
+    m, n, k = (check_number("GEMM", nm, v) for nm, v in (("m", m), ("n", n), ("k", k)))
     if m == 0 or n == 0 or k == 0:
         return 0.0
     nbytes = n * k * d.weight_bytes + m * k * d.act_bytes + m * n * 2.0
@@ -249,8 +241,8 @@ def expert_gemm_cost(tokens_per_expert, hidden: int, intermediate: int, dtype: s
     """
     d = get_dtype(dtype)
     counts = _counts("grouped GEMM", tokens_per_expert)
-    h = _check_size("grouped GEMM", "hidden", hidden)
-    i = _check_size("grouped GEMM", "intermediate", intermediate)
+    h = check_number("grouped GEMM", "hidden", hidden)
+    i = check_number("grouped GEMM", "intermediate", intermediate)
     active = float(np.count_nonzero(counts))
     pairs = float(counts.sum())
     up_n = (2 if gated else 1) * i
@@ -288,8 +280,8 @@ def grouped_gemm_time_s(tokens_per_expert, hidden: int, intermediate: int,
     """
     g, cal, d = _resolve(gpu, calib, dtype)
     counts = _counts("grouped GEMM", tokens_per_expert)
-    h = int(_check_size("grouped GEMM", "hidden", hidden))
-    i = int(_check_size("grouped GEMM", "intermediate", intermediate))
+    h = int(check_number("grouped GEMM", "hidden", hidden))
+    i = int(check_number("grouped GEMM", "intermediate", intermediate))
     live = counts[counts > 0]
     if live.size == 0 or h == 0 or i == 0:
         return 0.0
@@ -327,7 +319,7 @@ def attention_decode_time_s(context_lens, n_q_heads: int, n_kv_heads: int, head_
     """
     g, cal, d = _resolve(gpu, calib, kv_dtype)
     ctx = _counts("decode attention", context_lens)
-    hq, hkv, hd = (int(_check_size("decode attention", nm, v)) for nm, v in
+    hq, hkv, hd = (int(check_number("decode attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))
     if ctx.sum() == 0 or hq == 0 or hd == 0:
         return 0.0
@@ -354,7 +346,7 @@ def attention_prefill_time_s(seq_lens, n_q_heads: int, n_kv_heads: int, head_dim
     """
     g, cal, d = _resolve(gpu, calib, dtype)
     s = _counts("prefill attention", seq_lens)
-    hq, hkv, hd = (int(_check_size("prefill attention", nm, v)) for nm, v in
+    hq, hkv, hd = (int(check_number("prefill attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))
     if s.sum() == 0 or hq == 0 or hd == 0:
         return 0.0
@@ -369,4 +361,4 @@ def weight_load_time_s(n_bytes: float, *, gpu: str | GpuSpec = "b200",
     """Streaming ``n_bytes`` from HBM inside a running kernel (no launch cost), seconds."""
     g = get_gpu(gpu)
     cal = get_calibration(calib or g)
-    return _check_size("weight load", "n_bytes", n_bytes) / (cal.eta_bw * g.hbm_bw_bytes_per_s)
+    return check_number("weight load", "n_bytes", n_bytes) / (cal.eta_bw * g.hbm_bw_bytes_per_s)

@@ -19,13 +19,23 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sieve.errors import ConfigError, choices, lookup
+from sieve.validate import override_fields
 
 __all__ = [
-    "DType", "DTYPES", "get_dtype",
-    "GpuSpec", "GPUS", "get_gpu",
-    "LinkSpec", "LINKS", "get_link",
-    "SystemSpec", "SYSTEMS", "get_system", "make_system",
+    "DTYPES",
+    "GPUS",
+    "LINKS",
     "MAX_GPUS_PER_NODE",
+    "SYSTEMS",
+    "DType",
+    "GpuSpec",
+    "LinkSpec",
+    "SystemSpec",
+    "get_dtype",
+    "get_gpu",
+    "get_link",
+    "get_system",
+    "make_system",
 ]
 
 #: An NVSwitch node holds at most 8 GPUs (HGX B200 / H100 / H200 baseboards, hardware.md §0).
@@ -74,17 +84,6 @@ def get_dtype(name: str | DType) -> DType:
 # ---------------------------------------------------------------------------------------------
 # Specs
 # ---------------------------------------------------------------------------------------------
-
-
-def _override(obj: Any, what: str, values: Mapping[str, Any] | None, kw: dict[str, Any]) -> Any:
-    items = dict(values or {})
-    items.update(kw)
-    names = {f.name for f in fields(obj)}
-    for key in items:
-        if key not in names:
-            raise ConfigError(f"{what} {obj.name!r}: unknown override {key!r} "
-                              f"(valid: {choices(names)})")
-    return replace(obj, **items).validate()
 
 
 def _positive(what: str, name: str, value: float, allow_zero: bool = False) -> None:
@@ -150,11 +149,11 @@ class GpuSpec:
 
         return specs.get_spec(self.memory_spec, dict(self.memory_overrides) or None)
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "GpuSpec":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuSpec:
         """Copy with some fields replaced (keys = field names)."""
-        return _override(self, "GPU", values, kw)
+        return override_fields(self, "GPU", values, kw)
 
-    def validate(self) -> "GpuSpec":
+    def validate(self) -> GpuSpec:
         what = f"GPU {self.name!r}"
         for n in ("bf16_tflops", "fp8_tflops", "sm_clock_mhz", "tensor_clock_mhz", "l2_bytes",
                   "hbm_physical_bytes", "hbm_usable_bytes", "hbm_bw_gbs",
@@ -203,10 +202,10 @@ class LinkSpec:
     def bw_bytes_per_s(self) -> float:
         return self.bw_gbs * 1e9
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "LinkSpec":
-        return _override(self, "link", values, kw)
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> LinkSpec:
+        return override_fields(self, "link", values, kw)
 
-    def validate(self) -> "LinkSpec":
+    def validate(self) -> LinkSpec:
         _positive(f"link {self.name!r}", "bw_gbs", self.bw_gbs)
         _positive(f"link {self.name!r}", "latency_us", self.latency_us, allow_zero=True)
         return self
@@ -234,7 +233,7 @@ class SystemSpec:
                         g.nvlink_bw_gbs, g.nvlink_latency_us,
                         {k: g.sources.get(k, "") for k in ("nvlink_bw_gbs", "nvlink_latency_us")})
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "SystemSpec":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> SystemSpec:
         """Copy with fields replaced. Keys: ``n_gpus``, ``gpus_per_node``, ``name``, ``gpu``
         (a name or GpuSpec), ``inter_link`` (a name or LinkSpec), ``gpu.<field>``,
         ``inter_link.<field>``."""
@@ -259,7 +258,7 @@ class SystemSpec:
                       inter_link=link.override(link_kw) if link_kw else link, **top)
         return new.validate()
 
-    def validate(self) -> "SystemSpec":
+    def validate(self) -> SystemSpec:
         what = f"system {self.name!r}"
         for n in ("n_gpus", "gpus_per_node"):
             v = getattr(self, n)

@@ -21,7 +21,7 @@ from typing import Any
 from sieve.errors import ConfigError, choices
 from sieve.model_parts import GatedDeltaNet, GqaAttention, MlaAttention, Router
 
-__all__ = ["FAMILIES", "ARCHITECTURES", "parse_hf_config", "to_hf_config"]
+__all__ = ["ARCHITECTURES", "FAMILIES", "parse_hf_config", "to_hf_config"]
 
 _MISSING = object()
 

@@ -25,16 +25,16 @@ from dataclasses import dataclass
 from sieve.errors import lookup
 
 __all__ = [
-    "WeightFormat",
-    "WEIGHT_FORMATS",
     "KV_DTYPE_BYTES",
-    "get_weight_format",
-    "kv_dtype_bytes",
+    "WEIGHT_FORMATS",
+    "ExpertGemv",
+    "GatedDeltaNet",
     "GqaAttention",
     "MlaAttention",
-    "GatedDeltaNet",
     "Router",
-    "ExpertGemv",
+    "WeightFormat",
+    "get_weight_format",
+    "kv_dtype_bytes",
 ]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from sieve.model_parts import GatedDeltaNet, GqaAttention, MlaAttention, Router
 
-__all__ = ["PRESET_FIELDS", "uniform_layers", "hybrid_gdn_layers", "alternating_sliding_layers"]
+__all__ = ["PRESET_FIELDS", "alternating_sliding_layers", "hybrid_gdn_layers", "uniform_layers"]
 
 
 def uniform_layers(kind: str, n: int) -> tuple[str, ...]:

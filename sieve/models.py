@@ -45,11 +45,11 @@ from sieve.model_parts import (
 from sieve.model_presets import PRESET_FIELDS
 
 __all__ = [
-    "LAYER_TYPES",
     "ACTIVATIONS",
-    "MoeModel",
-    "MODELS",
     "ALIASES",
+    "LAYER_TYPES",
+    "MODELS",
+    "MoeModel",
     "get_model",
     "load_hf_config",
 ]

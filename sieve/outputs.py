@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "write_text", "write_json"]
+__all__ = ["atomic_write", "write_json", "write_text"]
 
 
 @contextlib.contextmanager

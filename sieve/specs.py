@@ -30,27 +30,27 @@ import ast
 import dataclasses
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomllib
 
 from sieve.errors import ConfigError, choices, lookup
 
 __all__ = [
-    "LEVELS",
     "COMMANDS",
+    "LEVELS",
+    "PRESETS",
     "CommandDef",
-    "TimingConstraint",
-    "ResolvedConstraint",
     "DramOrg",
+    "DramSpec",
     "DramTiming",
     "PimConfig",
-    "DramSpec",
-    "PRESETS",
+    "ResolvedConstraint",
+    "TimingConstraint",
     "get_spec",
     "load_spec",
     "ns_to_ck",
@@ -158,9 +158,12 @@ class ResolvedConstraint:
     source: str  # the latency expression it came from (for checker messages)
 
 
+def _names(x: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (x,) if isinstance(x, str) else tuple(x)
+
+
 def _row(level, preceding, following, latency, window=1, sibling=False) -> TimingConstraint:
-    as_tuple = (lambda x: (x,) if isinstance(x, str) else tuple(x))
-    return TimingConstraint(level, as_tuple(preceding), as_tuple(following), latency, window,
+    return TimingConstraint(level, _names(preceding), _names(following), latency, window,
                             sibling)
 
 
@@ -592,7 +595,7 @@ class DramSpec:
         }
 
     # ---- validation and overrides ----------------------------------------------------------
-    def validate(self) -> "DramSpec":
+    def validate(self) -> DramSpec:
         """Reject impossible values; returns self so calls can be chained."""
         who = f"DRAM spec {self.name!r}"
         for f_ in fields(DramOrg):
@@ -646,7 +649,7 @@ class DramSpec:
             evaluate_latency(tc.latency, t.values(), self.name)
         return self
 
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "DramSpec":
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> DramSpec:
         """Return a copy with some values replaced.
 
         Keys are timing names (``nRCDRD``, ``tCK_ps``, ...), organisation names (``stacks``,

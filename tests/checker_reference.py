@@ -278,7 +278,7 @@ def random_legal_log(spec: DramSpec, n: int, rng: np.random.Generator, channels=
             continue
         addr = key + banks[int(rng.integers(len(banks)))]
         u = rng.random()
-        if u < 0.05 and spec.refresh == "perbank" or u < 0.02:
+        if (u < 0.05 and spec.refresh == "perbank") or u < 0.02:
             prepare(b, "REFpb", addr, -1)
             b.add("REFpb", addr)
         elif u < 0.12:

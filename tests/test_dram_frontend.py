@@ -10,8 +10,7 @@ import pytest
 from sieve import dram
 from sieve.errors import ConfigError, TraceFormatError
 from sieve.mapping import MAPPINGS, AddressMapper
-from sieve.memtrace import (RequestTrace, load_loadstore_trace, save_loadstore_trace,
-                            synthetic_trace)
+from sieve.memtrace import RequestTrace, load_loadstore_trace, save_loadstore_trace, synthetic_trace
 from sieve.specs import get_spec
 
 
@@ -152,3 +151,25 @@ def test_debug_build_detects_out_of_bounds_access():
     finally:
         sys.unraisablehook = old
     assert any(isinstance(e, IndexError) for e in seen)
+
+
+def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'sieve._dram':\n"
+        "            raise ImportError('No module named sieve._dram')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "try:\n"
+        "    import sieve.dram\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, '|', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("NotBuiltError |")
+    assert "pip install -e ." in out and out.count("\n") == 1

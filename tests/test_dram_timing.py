@@ -16,7 +16,7 @@ import pytest
 from sieve import checker
 from sieve.dram import Address, DramDevice
 from sieve.errors import ConfigError, TimingViolation
-from sieve.specs import COMMANDS, COMMAND_INDEX, get_spec
+from sieve.specs import COMMAND_INDEX, COMMANDS, get_spec
 
 COL_BUS = {c.name for c in COMMANDS if c.bus == 1}
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import fields
 
 import pytest
-
 from conftest import SHARED
+
 from sieve import hardware as hw
 from sieve.calibrate import load_rows
 from sieve.errors import ConfigError
@@ -101,7 +101,9 @@ def test_system_presets_and_topology():
 
 
 def test_presets_are_frozen():
-    with pytest.raises(Exception):
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
         hw.get_gpu("b200").sms = 1  # type: ignore[misc]
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from sieve.errors import ConfigError
 from sieve.hf_config import to_hf_config
-from sieve.models import ALIASES, MODELS, MoeModel, get_model, load_hf_config
 from sieve.model_parts import WEIGHT_FORMATS, GqaAttention
+from sieve.models import ALIASES, MODELS, MoeModel, get_model, load_hf_config
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 NAMES = ["mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-next-80b-a3b",
