@@ -239,6 +239,16 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_roofline(args: argparse.Namespace) -> int:
+    from sieve.roofline import run_roofline
+
+    for path in run_roofline(args.model, _int_arg("--batch")(args.batch), args.out,
+                             spec=args.spec, gpu=args.gpu, seed=_int_arg("--seed")(args.seed),
+                             context=_int_arg("--context")(args.context)):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sieve",
@@ -304,6 +314,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default) picks the fastest by simulation, fast by estimate, 1 = row-only")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_gemv)
+
+    p = sub.add_parser("roofline", help="Figure 4: GPU and HBM-PIM rooflines with the "
+                       "operations of a sampled decode step (CSV + PNG + PDF)")
+    p.add_argument("--model", required=True, help="model preset or config.json path")
+    p.add_argument("--batch", required=True, help="decode requests in the step")
+    p.add_argument("--spec", default=None, help="PIM preset (default: the GPU's stacks)")
+    p.add_argument("--gpu", default="b200", help="GPU preset (default b200)")
+    p.add_argument("--seed", default="0", help="router seed (default 0)")
+    p.add_argument("--context", default="2048",
+                   help="cached tokens per request (default 2048)")
+    p.add_argument("--out", default="roofline_out", help="output directory")
+    p.set_defaults(func=_cmd_roofline)
 
     p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
     p.add_argument("name", nargs="?", help="GPU, system or link preset name")
