@@ -267,8 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate synthetic routing traces (sieve.router presets) and write a tidy "
         "CSV, config.json and the Figure 3/5 plots (PNG and PDF) into --out.",
     )
-    p.add_argument("--models", required=True, help="comma-separated model names")
-    p.add_argument("--batch", required=True, help="comma-separated batch sizes, e.g. 1,4,16,64")
+    # defaults: the four models of the seed's Figure 3 and its batch range (Figure 5: 1..1024)
+    p.add_argument("--models", default="mixtral-8x22b,qwen3-30b-a3b,qwen3-next-80b-a3b,"
+                   "gpt-oss-120b", help="comma-separated model names (default: the seed's "
+                   "Figure 3 models)")
+    p.add_argument("--batch", default="1,2,4,8,16,32,64,128,256,512,1024",
+                   help="comma-separated batch sizes (default 1,2,4,...,1024)")
     p.add_argument("--steps", default="16", help="decode steps per trace (default 16)")
     p.add_argument("--seed", default="0", help="RNG seed (default 0)")
     p.add_argument(

@@ -105,7 +105,8 @@ def plot_token_bins(table: Sequence[dict], *, models: Sequence[str] | None = Non
             h = [100 * r["value"] for r in per[stat][model]]
             ax.bar(x, h, bottom=bottom, color=color, label=stat, width=0.8)
             bottom = [a + c for a, c in zip(bottom, h)]
-        ax.set_xticks(list(x), [str(b) for b in batches])
+        ax.set_xticks(list(x), [str(b) for b in batches],
+                      rotation=90 if len(batches) > 6 else 0)
         ax.set_title(model, fontsize="medium")
         ax.set_xlabel(BATCH_LABEL.replace(" (tokens per step)", ""))
     axes[0][0].set_ylabel("Share of activated experts (%)")
