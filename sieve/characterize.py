@@ -169,7 +169,7 @@ def run_characterize(config: CharacterizeConfig, out_dir: str | Path) -> list[Pa
     import json
 
     from sieve import plots
-    from sieve.outputs import atomic_write
+    from sieve.outputs import write_files
 
     rows = characterize(config)
     payload: dict[str, bytes] = {
@@ -188,10 +188,4 @@ def run_characterize(config: CharacterizeConfig, out_dir: str | Path) -> list[Pa
             fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
             payload[f"{stem}.{ext}"] = buf.getvalue()
         plots.close(fig)
-    out = Path(out_dir)
-    written = []
-    for name, data in payload.items():
-        with atomic_write(out / name, "wb") as fh:
-            fh.write(data)
-        written.append(out / name)
-    return written
+    return write_files(out_dir, payload)

@@ -60,3 +60,18 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_files(out_dir: str | Path, files: dict[str, bytes]) -> list[Path]:
+    """Write already-rendered files (name -> bytes) into ``out_dir``, each atomically.
+
+    Callers render everything first (tables, figures) and write last, so an error while
+    computing leaves no file behind.
+    """
+    out = Path(out_dir)
+    written = []
+    for name, data in files.items():
+        with atomic_write(out / name, "wb") as fh:
+            fh.write(data)
+        written.append(out / name)
+    return written

@@ -301,7 +301,7 @@ def run_roofline(model, batch: int, out_dir: str | Path, *, spec: str | None = N
     ``roofline.pdf`` and ``config.json`` to ``out_dir`` (atomically, all or nothing)."""
     import json
 
-    from sieve.outputs import atomic_write
+    from sieve.outputs import write_files
 
     rows = roofline_table(model, batch, spec=spec, gpu=gpu, seed=seed, context=context)
     name = model if isinstance(model, str) else model.name
@@ -322,10 +322,4 @@ def run_roofline(model, batch: int, out_dir: str | Path, *, spec: str | None = N
         {"command": "roofline", "model": name, "batch": batch, "spec": spec, "gpu": gpu,
          "seed": seed, "context": context, "router": "sieve.router.SyntheticRouter (preset)"},
         indent=2, sort_keys=True) + "\n").encode()
-    out = Path(out_dir)
-    written = []
-    for fname, data in payload.items():
-        with atomic_write(out / fname, "wb") as fh:
-            fh.write(data)
-        written.append(out / fname)
-    return written
+    return write_files(out_dir, payload)
