@@ -31,7 +31,7 @@ cdef extern from *:
         fprintf(stderr, "sieve._dram: index %lld out of range [0, %lld) (%s:%d)\\n", \
                 (long long)(i), (long long)(n), __FILE__, __LINE__); abort(); } } while (0)
     #else
-    #define SIEVE_CHECK_INDEX(i, n) ((void)0)
+    #define SIEVE_CHECK_INDEX(i, n) ((void)(i), (void)(n))
     #endif
     """
     int SIEVE_DEBUG_BUILD
@@ -42,7 +42,6 @@ DEBUG_BUILD = bool(SIEVE_DEBUG_BUILD)
 
 cdef tick_t T_INF = (<tick_t>1) << 62
 
-LOG_FIELDS = ("tick", "seq", "cmd", "ch", "pc", "sid", "bg", "bank", "row", "col")
 # Numpy view of LogRec (2 x int64 + 8 x int32, no padding).
 _LOGREC_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
                           ("ch", np.int32), ("pc", np.int32), ("sid", np.int32),

@@ -425,9 +425,13 @@ class GemvKernel:
                 f"PIM kernel: macs_per_row ({self.macs_per_row}) exceeds the "
                 f"{spec.pim.banks_per_pu * spec.org.columns} bursts a PU can read from one "
                 f"activated row")
-        gap = int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9))
-        return [self.n_vectors, self.n_chunks, self.gw_per_chunk, self.rows_per_chunk,
-                self.macs_per_row, self.n_res, self.base_row, gap, int(self.sync)]
+        values = {
+            "n_vectors": self.n_vectors, "n_chunks": self.n_chunks,
+            "gw_per_chunk": self.gw_per_chunk, "rows_per_chunk": self.rows_per_chunk,
+            "macs_per_row": self.macs_per_row, "n_res": self.n_res, "base_row": self.base_row,
+            "gap_ticks": int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9)), "sync": int(self.sync),
+        }
+        return [values[f] for f in _dram.KERNEL_FIELDS]  # the engine's descriptor layout
 
 
 @dataclass(frozen=True)
@@ -528,8 +532,9 @@ def run_pim(spec: DramSpec | str,
                 table.append(list(row))
             prog_kern.append(rows[row])
         prog_ptr[q + 1] = len(prog_kern)
-    kernels = np.ascontiguousarray(np.array(table or [[1, 1, 0, 0, 0, 0, 0, 0, 0]],
-                                            dtype=np.int64).reshape(-1, 9))
+    n_fields = len(_dram.KERNEL_FIELDS)
+    kernels = np.ascontiguousarray(np.array(table or [[1, 1] + [0] * (n_fields - 2)],
+                                            dtype=np.int64).reshape(-1, n_fields))
     pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
     nk = max(len(prog_kern), 1)
     k_start = np.full(nk, -1, dtype=np.int64)
