@@ -96,7 +96,9 @@ cdef inline tick_t _max(tick_t a, tick_t b) noexcept nogil:
 
 
 cdef class Engine:
-    """DRAM/PIM device state plus two front ends. Use through sieve.dram, not directly."""
+    """DRAM/PIM device state and the single-command API; the front ends are the module
+    functions run_requests (_dram_requests.pxi) and run_pim (_dram_pim.pxi). Use through
+    sieve.dram, not directly."""
 
     def __cinit__(self):
         self.rows = NULL
