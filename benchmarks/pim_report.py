@@ -4,8 +4,8 @@ Regenerate the *PIM kernels* section of docs/validation.md with::
 
     python benchmarks/pim_report.py --write docs/validation.md
 
-Every number comes from the engine (sieve.pim_ffn, sieve.pim_attention), the GPU model
-(sieve.gpu) or a spec's derived peaks; nothing is typed by hand. --write only touches the
+Every number comes from the engine (sieve.pim.ffn, sieve.pim.attention), the GPU model
+(sieve.hw.gpu) or a spec's derived peaks; nothing is typed by hand. --write only touches the
 text between the ``<!-- pimk:begin/end -->`` markers (the section is appended if absent).
 """
 
@@ -18,14 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sieve import gpu  # noqa: E402
-from sieve.models import MODELS, get_model  # noqa: E402
+from sieve.dram.presets import get_spec  # noqa: E402
+from sieve.hw import gpu  # noqa: E402
+from sieve.model.moe import MODELS, get_model  # noqa: E402
 from sieve.outputs import write_text  # noqa: E402
-from sieve.pim_attention import run_attention  # noqa: E402
-from sieve.pim_costs import PimCostTable  # noqa: E402
-from sieve.pim_ffn import ffn_shape, run_expert_ffn, run_moe_tp  # noqa: E402
-from sieve.pim_host import gpu_step  # noqa: E402
-from sieve.specs import get_spec  # noqa: E402
+from sieve.pim.attention import run_attention  # noqa: E402
+from sieve.pim.costs import PimCostTable  # noqa: E402
+from sieve.pim.ffn import ffn_shape, run_expert_ffn, run_moe_tp  # noqa: E402
+from sieve.pim.host import gpu_step  # noqa: E402
 
 CMD = "python benchmarks/pim_report.py --write docs/validation.md"
 EVALUATED = ("gpt-oss-120b", "qwen3.5-397b-a17b", "qwen3-30b-a3b")
@@ -91,7 +91,7 @@ def _fmt_n(n) -> str:
 def layer_vs_table(model: str, seed: int = 0) -> tuple[float, float, float, int, int]:
     """A whole layer simulated at once vs the sum of its experts' memoised entries (t = 0,
     and the mean over 8 refresh phases)."""
-    from sieve.router import SyntheticRouter
+    from sieve.workload.router import SyntheticRouter
 
     m = get_model(model)
     shape = ffn_shape(m)
@@ -127,7 +127,7 @@ def section() -> str:
         "* *token* / *expert*: end-to-end PIM time with the GPU steps (activation, partial "
         f"sums; {step.fixed_ns / 1e3:.2f} µs fixed each, {step.source}) in the seed's "
         "per-token order and in the one-step-per-expert order;",
-        "* *GPU*: `sieve.gpu.grouped_gemm_time_s([N])` for the B200 (two grouped kernels "
+        "* *GPU*: `sieve.hw.gpu.grouped_gemm_time_s([N])` for the B200 (two grouped kernels "
         "with their t0); *GPU running*: the same without the two kernel fixed costs (the "
         "expert joins a grouped GEMM that runs anyway).",
         "",
@@ -178,7 +178,7 @@ def section() -> str:
           "one program (order *expert*) vs the sum of their `PimCostTable` entries: started "
           "at t = 0 (`phases=1`), or the mean over 8 refresh phases (`phases=8`). Routing: "
           "the first MoE layer of one decode step of 16 requests from the calibrated "
-          "synthetic router (`sieve.router.SyntheticRouter`, preset, seed 0).", "",
+          "synthetic router (`sieve.workload.router.SyntheticRouter`, preset, seed 0).", "",
           "| model | experts | tokens | layer (µs) | sum, t = 0 | sum, 8 phases |",
           "|---|---|---|---|---|---|"]
     for model in EVALUATED:

@@ -5,9 +5,9 @@
                                                               # replace them in place
     python benchmarks/validate_costmodels.py --fit            # refit; compare with stored values
 
-Every number comes from sieve.calibrate (fits, predictions) and sieve/data (measurements);
-nothing here is typed by hand. --write only touches the text between the
-``<!-- costmodels:<section>:begin/end -->`` markers, so other sections of the file are kept.
+Every number comes from sieve.calibration.costmodels (fits, predictions) and sieve/calibration/data
+(measurements); nothing here is typed by hand. --write only touches the text between the ``<!--
+costmodels:<section>:begin/end -->`` markers, so other sections of the file are kept.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sieve import calibrate, comm, gpu
-from sieve.hardware import get_gpu
+from sieve.calibration import costmodels as calibrate
+from sieve.hw import comm, gpu
+from sieve.hw.presets import get_gpu
 from sieve.outputs import write_text
 
 CMD = "python benchmarks/validate_costmodels.py --write docs/validation.md"
@@ -83,8 +84,8 @@ def gpu_section() -> str:
           "`t = t0 + (t_mem^p + t_comp^p)^(1/p)`, `t_mem = bytes / (eta_bw · 8.0 TB/s)`, "
           "`t_comp` = tile- and wave-quantised FLOPs / (eta_c · dense peak); an MoE layer = "
           "`t0_moe` + gate/up grouped GEMM + down grouped GEMM. Measured rows: every B200 row "
-          "of hardware.md §3.2 (33) and §3.3 (23), transcribed in `sieve/data/` (tests check "
-          "the transcription against hardware.md).", ""]
+          "of hardware.md §3.2 (33) and §3.3 (23), transcribed in `sieve/calibration/data/` "
+          "(tests check the transcription against hardware.md).", ""]
     L += ["**Split.** Within each family, rows sorted by shape/size; even positions train, odd "
           "positions are held out. Also held out: dense rows with weights < 25 MB (*L2 ⚠*: "
           "may stay in the 126.5 MB L2 across the collector's 5 rotating copies) and MoE "
@@ -114,7 +115,7 @@ def gpu_section() -> str:
           f"| tiles | {cal.tile_m_min}..{cal.tile_m_max} x {cal.tile_n} | not fitted "
           "(docs/model-of-computation.md) |", ""]
     L += ["**Errors** (|model/measured − 1|, median / max in %, row count). *Seed estimate* "
-          "is the scheduler's `max(bytes/8 TB/s, FLOPs/peak)` (sieve.estimates), never used "
+          "is the scheduler's `max(bytes/8 TB/s, FLOPs/peak)` (sieve.hw.estimates), never used "
           "for reported numbers.", ""]
     L += _family_table(recs, est=True) + [""]
     pt = calibrate.summary(e for role, e in pure_err if role == "train")
@@ -134,8 +135,8 @@ def comm_section() -> str:
           "`t = alpha + bytes_per_gpu / (eta · link BW per direction)` per tier, max over "
           "tiers. Measured rows: every row of hardware.md §4.1 (NCCL 2.29.2, nccl-tests, 8 "
           "GPUs; sizes are nccl-tests `-b` bytes, binary KB/MB) and §4.2 (DeepEP low-latency, "
-          "EP8, H=7168, top-8, FP8 dispatch / BF16 combine), in `sieve/data/`. Bytes per GPU: "
-          "all-gather `S (n−1)/n`, all-reduce `2 S (n−1)/n` (nccl-tests bus bytes), "
+          "EP8, H=7168, top-8, FP8 dispatch / BF16 combine), in `sieve/calibration/data/`. "
+          "Bytes per GPU: all-gather `S (n−1)/n`, all-reduce `2 S (n−1)/n` (nccl-tests bus bytes), "
           "all-to-all `S (n−1)/n`, DeepEP `tokens · k · (n−1)/n · payload` with payload "
           "7408 B (FP8) / 14336 B (BF16).", ""]
     L += ["**Split and fit.** Per (GPU, operation), rows sorted by size; even positions train "

@@ -1,7 +1,7 @@
 # Typed contract of the cycle-accurate DRAM/PIM command engine (bodies in _dram.pyx).
 #
 # The engine never sees a Python object in its cycle loops: specs arrive as flat int arrays
-# (sieve.specs.DramSpec.to_arrays), requests and PIM programs as int arrays, and everything
+# (sieve.dram.spec.DramSpec.to_arrays), requests and PIM programs as int arrays, and everything
 # runs nogil over typed memoryviews. Only sieve/dram.py imports this module.
 #
 # Time is counted in ticks (ticks_per_ck per memory clock). The engine owns no clock: every
@@ -13,7 +13,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
 
 ctypedef int64_t tick_t
 
-# Levels of the hierarchy (sieve.specs.LEVELS)
+# Levels of the hierarchy (sieve.dram.commands.LEVELS)
 cdef enum:
     LV_CH = 0
     LV_PC = 1
@@ -22,7 +22,7 @@ cdef enum:
     LV_BANK = 4
     N_LEVELS = 5
 
-# Command kinds (sieve.specs.KIND_*): the effect of a command on bank state
+# Command kinds (sieve.dram.spec.KIND_*): the effect of a command on bank state
 cdef enum:
     K_NONE = 0
     K_OPEN = 1
@@ -34,7 +34,7 @@ cdef enum:
     K_REFRESH = 7
     K_MAC = 8
 
-# Command ids (index into sieve.specs.COMMANDS; dram.py asserts the order at import)
+# Command ids (index into sieve.dram.commands.COMMANDS; dram.py asserts the order at import)
 cdef enum:
     C_ACT = 0
     C_PRE = 1
@@ -65,7 +65,7 @@ cdef enum:
     E_NOMEM = 9           # log buffer allocation failed
 
 cdef struct ConsRow:
-    # one compiled timing row (see sieve.specs.ResolvedConstraint)
+    # one compiled timing row (see sieve.dram.constraints.ResolvedConstraint)
     int64_t lat           # latency, ticks
     int32_t nxt           # following command
     int16_t win           # window (1 = most recent issue)

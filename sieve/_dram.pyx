@@ -1,6 +1,6 @@
 # The cycle-accurate DRAM/PIM command engine (declarations and field docs in _dram.pxd).
 #
-# Model (Ramulator-style, see sieve/specs.py for the constraint semantics):
+# Model (Ramulator-style, see sieve/dram/constraints.py for the constraint semantics):
 #   * ready[level, node, cmd] is the earliest tick at which `cmd` may issue at that node; a
 #     command is legal at tick t when t >= ready at every node on its address path (levels
 #     0..scope) and, for a column command, t is a rising clock edge.
@@ -42,8 +42,9 @@ DEBUG_BUILD = bool(SIEVE_DEBUG_BUILD)
 
 cdef tick_t T_INF = (<tick_t>1) << 62
 
-# Numpy view of LogRec (2 x int64 + 8 x int32, no padding).
-_LOGREC_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
+# Numpy view of LogRec (2 x int64 + 8 x int32, no padding); must equal sieve.dram.log.LOG_DTYPE
+# (sieve.dram.device asserts it at import).
+LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
                           ("ch", np.int32), ("pc", np.int32), ("sid", np.int32),
                           ("bg", np.int32), ("bank", np.int32), ("row", np.int32),
                           ("col", np.int32)])
@@ -224,9 +225,9 @@ cdef class Engine:
         """The command log as a numpy structured array in issue order (a copy)."""
         cdef int64_t n = self.log_n
         if n == 0:
-            return np.empty(0, dtype=_LOGREC_DTYPE)
+            return np.empty(0, dtype=LOG_DTYPE)
         raw = (<char*>self.log_buf)[:n * sizeof(LogRec)]  # bytes copy of the C buffer
-        return np.frombuffer(raw, dtype=_LOGREC_DTYPE, count=n).copy()
+        return np.frombuffer(raw, dtype=LOG_DTYPE, count=n).copy()
 
     # ---------------------------------------------------------------------------------------
     # Single-command API (probe / strict issue); addresses are (ch, pc, sid, bg, bank)

@@ -16,7 +16,7 @@ __all__ = ["build_parser", "main"]
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
-    from sieve import specs
+    from sieve.dram import presets as specs
 
     if args.name is None:
         width = max(len(n) for n in specs.PRESETS)
@@ -59,7 +59,7 @@ def _int_list(text: str, flag: str) -> list[int]:
 
 
 def _cmd_characterize(args: argparse.Namespace) -> int:
-    from sieve.characterize import CharacterizeConfig, run_characterize
+    from sieve.report.characterize import CharacterizeConfig, run_characterize
 
     config = CharacterizeConfig(
         models=tuple(_split_list(args.models, "--models")),
@@ -83,7 +83,8 @@ def _int_arg(flag: str):
     return parse
 
 def _cmd_hardware(args: argparse.Namespace) -> int:
-    from sieve import comm, gpu, hardware
+    from sieve.hw import comm, gpu
+    from sieve.hw import presets as hardware
 
     if args.name is None:
         for title, table, default in (("GPUs", hardware.GPUS, hardware.DEFAULT_GPU),
@@ -166,7 +167,9 @@ def _parse_overrides(items: list[str] | None) -> dict:
 def _cmd_dram(args: argparse.Namespace) -> int:
     import json
 
-    from sieve import dram, memtrace, specs
+    from sieve.dram import device as dram
+    from sieve.dram import memtrace
+    from sieve.dram import presets as specs
     from sieve.errors import ConfigError
 
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
@@ -196,7 +199,9 @@ def _cmd_dram(args: argparse.Namespace) -> int:
 def _cmd_gemv(args: argparse.Namespace) -> int:
     import json
 
-    from sieve import dram, pim, specs
+    from sieve import pim
+    from sieve.dram import device as dram
+    from sieve.dram import presets as specs
 
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
     cg = args.col_groups
@@ -240,7 +245,7 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
 
 
 def _cmd_roofline(args: argparse.Namespace) -> int:
-    from sieve.roofline import run_roofline
+    from sieve.report.roofline import run_roofline
 
     for path in run_roofline(args.model, _int_arg("--batch")(args.batch), args.out,
                              spec=args.spec, gpu=args.gpu, seed=_int_arg("--seed")(args.seed),
@@ -264,8 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "characterize",
         help="act-ratio and token-count bins per model and batch size (seed Figures 3 and 5)",
-        description="Generate synthetic routing traces (sieve.router presets) and write a tidy "
-        "CSV, config.json and the Figure 3/5 plots (PNG and PDF) into --out.",
+        description="Generate synthetic routing traces (sieve.workload.router presets) and write "
+        "a tidy CSV, config.json and the Figure 3/5 plots (PNG and PDF) into --out.",
     )
     # defaults: the four models of the seed's Figure 3 and its batch range (Figure 5: 1..1024)
     p.add_argument("--models", default="mixtral-8x22b,qwen3-30b-a3b,qwen3-next-80b-a3b,"

@@ -2,7 +2,7 @@
 
 It replays a command sequence one command at a time with dictionaries (history per node and
 command, open row per bank and buffer), exactly as docs/checker.md states the rules, so the
-vectorised :mod:`sieve.checker` can be compared with it. It also schedules commands greedily at
+vectorised :mod:`sieve.dram.checker` can be compared with it. It also schedules commands greedily at
 their earliest legal tick, which is how the tests build legal logs.
 """
 
@@ -12,8 +12,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from sieve.checker import LOG_DTYPE
-from sieve.specs import (
+from sieve.dram.checker import LOG_DTYPE
+from sieve.dram.commands import (
     BUS_COL,
     COMMAND_INDEX,
     COMMANDS,
@@ -24,14 +24,14 @@ from sieve.specs import (
     KIND_REFRESH,
     KIND_WRITE_AP,
     LEVEL_INDEX,
-    DramSpec,
 )
+from sieve.dram.spec import DramSpec
 
 SCOPE = {c.name: LEVEL_INDEX[c.scope] for c in COMMANDS}
 
 
 def family(source: str) -> str:
-    from sieve.checker import constraint_family
+    from sieve.dram.checker import constraint_family
 
     return constraint_family(source)
 

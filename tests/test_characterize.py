@@ -8,7 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from sieve.characterize import (
+from sieve.cli import main
+from sieve.errors import ConfigError
+from sieve.model.moe import get_model
+from sieve.report.characterize import (
     CharacterizeConfig,
     characterize,
     characterize_trace,
@@ -16,11 +19,8 @@ from sieve.characterize import (
     run_characterize,
     table_to_csv,
 )
-from sieve.cli import main
-from sieve.errors import ConfigError
-from sieve.models import get_model
-from sieve.plots import close, plot_act_ratio, plot_load_skew, plot_token_bins
-from sieve.routing_stats import BIN_LABELS
+from sieve.report.plots import close, plot_act_ratio, plot_load_skew, plot_token_bins
+from sieve.workload.stats import BIN_LABELS
 
 BATCHES = (1, 4, 16, 64)
 
@@ -62,7 +62,7 @@ def test_act_ratio_bounds_and_monotone_in_batch(table):
 
 
 def test_characterize_trace_matches_a_direct_count():
-    from sieve.router import generate_trace
+    from sieve.workload.router import generate_trace
 
     m = get_model("gpt-oss-20b")
     t = generate_trace("gpt-oss-20b", 8, 3, seed=2)
@@ -175,7 +175,7 @@ def test_cli_bad_input_exit_2_one_line_no_files(tmp_path, capsys, args, message)
 
 
 def test_failure_while_plotting_leaves_no_files(tmp_path, monkeypatch):
-    from sieve import plots
+    from sieve.report import plots
 
     def boom(table):
         raise ConfigError("plot failed")

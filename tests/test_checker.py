@@ -1,4 +1,4 @@
-"""Tests for sieve.checker: tight gates per timing row, state, alignment, address, refresh,
+"""Tests for sieve.dram.checker: tight gates per timing row, state, alignment, address, refresh,
 log format, agreement with a naive reference model, and speed."""
 
 from __future__ import annotations
@@ -9,16 +9,10 @@ import numpy as np
 import pytest
 from checker_reference import Builder, prepare, random_legal_log, ref_check, report_set
 
-from sieve.checker import LOG_DTYPE, CheckReport, check_log, constraint_family, make_log
+from sieve.dram.checker import LOG_DTYPE, CheckReport, check_log, constraint_family, make_log
+from sieve.dram.commands import BUS_COL, COMMAND_INDEX, COMMANDS, LEVEL_INDEX, LEVELS
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError, TimingViolation, TraceFormatError
-from sieve.specs import (
-    BUS_COL,
-    COMMAND_INDEX,
-    COMMANDS,
-    LEVEL_INDEX,
-    LEVELS,
-    get_spec,
-)
 
 PRESETS = ["hbm3-6400", "hbm2-2000", "b200-hbm3e-pim", "samsung-hbm2-pim", "attacc-hbm3-pim"]
 SCOPE = [LEVEL_INDEX[c.scope] for c in COMMANDS]
@@ -528,11 +522,13 @@ def test_million_commands_in_seconds():
 # ---------------------------------------------------------------------------------------------
 
 def test_new_row_in_spec_is_enforced_without_checker_code(monkeypatch):
-    from sieve import specs
+    from sieve.dram import spec as spec_module
+    from sieve.dram.constraints import DRAM_CONSTRAINTS, TimingConstraint
 
-    extra = (specs.TimingConstraint("bankgroup", ("ACT",), ("PRE",), "nRAS + 100"),
-             specs.TimingConstraint("bank", ("PREA",), ("ACT",), "nRP + 1000"))
-    monkeypatch.setattr(specs, "DRAM_CONSTRAINTS", specs.DRAM_CONSTRAINTS + extra)
+    extra = (TimingConstraint("bankgroup", ("ACT",), ("PRE",), "nRAS + 100"),
+             TimingConstraint("bank", ("PREA",), ("ACT",), "nRP + 1000"))
+    # DramSpec.constraints() reads the rows from sieve.dram.spec's namespace
+    monkeypatch.setattr(spec_module, "DRAM_CONSTRAINTS", DRAM_CONSTRAINTS + extra)
     spec = get_spec("hbm2-2000")  # nRAS 34 CK; ACT->PRE adds 1 tick for the 2-CK ACT
     log = make_log([(0, "ACT", 0, 0, 0, 1, 0, 1), (134, "PRE", 0, 0, 0, 1, 2)])
     rep = check_log(log, spec)
@@ -544,7 +540,7 @@ def test_new_row_in_spec_is_enforced_without_checker_code(monkeypatch):
 
 
 def test_read_ramulator2_trace_recorder_lines(tmp_path):
-    from sieve.checker import read_ramulator_cmd_trace
+    from sieve.dram.checker import read_ramulator_cmd_trace
 
     spec = get_spec("hbm2-2000")
     lines = ["1, ACT, 0, 1, 2, 3, 100, -1", "", "15, RD, 0, 1, 2, 3, 100, 5",

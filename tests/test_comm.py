@@ -1,4 +1,4 @@
-"""sieve.comm: link-bandwidth bounds, monotonicity, tiers, exact routing, errors, fit."""
+"""sieve.hw.comm: link-bandwidth bounds, monotonicity, tiers, exact routing, errors, fit."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve import calibrate, comm
+from sieve.calibration import costmodels as calibrate
 from sieve.errors import ConfigError
-from sieve.hardware import get_system
+from sieve.hw import comm
+from sieve.hw.presets import get_system
 
 SYSTEMS = ["4xb200", "8xb200", "16xb200", "8xh200", "8xh100"]
 sizes = st.integers(min_value=0, max_value=2**31)

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve import dram
-from sieve.mapping import AddressMapper
-from sieve.memtrace import RequestTrace, synthetic_trace
-from sieve.specs import get_spec
+from sieve.dram.mapping import AddressMapper
+from sieve.dram.memtrace import RequestTrace, synthetic_trace
+from sieve.dram.presets import get_spec
 
 
 def test_streaming_64b_reads_on_hbm3_reach_90_percent_of_peak_and_never_exceed_it():

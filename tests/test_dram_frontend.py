@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 
 from sieve import dram
+from sieve.dram.mapping import MAPPINGS, AddressMapper
+from sieve.dram.memtrace import (
+    RequestTrace,
+    load_loadstore_trace,
+    save_loadstore_trace,
+    synthetic_trace,
+)
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError, TraceFormatError
-from sieve.mapping import MAPPINGS, AddressMapper
-from sieve.memtrace import RequestTrace, load_loadstore_trace, save_loadstore_trace, synthetic_trace
-from sieve.specs import get_spec
 
 
 def test_loadstore_trace_round_trip_and_parsing(tmp_path):
@@ -165,7 +170,7 @@ def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
         "            raise ImportError('No module named sieve._dram')\n"
         "sys.meta_path.insert(0, Block())\n"
         "try:\n"
-        "    import sieve.dram\n"
+        "    import sieve.dram.device\n"
         "except Exception as e:\n"
         "    print(type(e).__name__, '|', e)\n"
     )

@@ -13,10 +13,10 @@ import math
 
 import pytest
 
-from sieve import checker
-from sieve.dram import Address, DramDevice
+from sieve.dram import Address, DramDevice, checker
+from sieve.dram.commands import COMMAND_INDEX, COMMANDS
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError, TimingViolation
-from sieve.specs import COMMAND_INDEX, COMMANDS, get_spec
 
 COL_BUS = {c.name for c in COMMANDS if c.bus == 1}
 

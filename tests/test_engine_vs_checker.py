@@ -1,4 +1,4 @@
-"""The engine against the independent checker (sieve.checker, written apart from the engine).
+"""The engine against the independent checker (sieve.dram.checker, written apart from the engine).
 
 * Every log the engine produces - random request traces (hypothesis), long traces of more
   than 10^6 commands, PIM programs - has zero violations.
@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sieve import checker, dram, pim
-from sieve.dram import Address, DramDevice
-from sieve.memtrace import synthetic_trace
-from sieve.specs import COMMANDS, get_spec
+from sieve import dram, pim
+from sieve.dram import Address, DramDevice, checker
+from sieve.dram.commands import COMMANDS
+from sieve.dram.memtrace import synthetic_trace
+from sieve.dram.presets import get_spec
 
 ALL = ["hbm3-6400", "hbm2-2000", "hbm3e-8000", "b200-hbm3e-pim", "samsung-hbm2-pim",
        "attacc-hbm3-pim"]

@@ -1,4 +1,4 @@
-"""sieve.gpu: roofline bounds, monotonicity, zero-token experts, quantisation, errors, fit."""
+"""sieve.hw.gpu: roofline bounds, monotonicity, zero-token experts, quantisation, errors, fit."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve import calibrate, estimates, gpu
+from sieve.calibration import costmodels as calibrate
 from sieve.errors import ConfigError
-from sieve.hardware import get_dtype, get_gpu
+from sieve.hw import estimates, gpu
+from sieve.hw.presets import get_dtype, get_gpu
 
 B200 = get_gpu("b200")
 DTYPES_B200 = ["bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"]

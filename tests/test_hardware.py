@@ -1,4 +1,4 @@
-"""sieve.hardware: presets, sources, overrides, errors; sieve/data transcriptions."""
+"""sieve.hw.presets: presets, sources, overrides, errors; sieve/calibration/data transcriptions."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import fields
 import pytest
 from conftest import SHARED
 
-from sieve import hardware as hw
-from sieve.calibrate import load_rows
+from sieve.calibration.costmodels import load_rows
 from sieve.errors import ConfigError
+from sieve.hw import presets as hw
 
 
 def test_b200_key_numbers_match_hardware_md_section0():
@@ -107,7 +107,7 @@ def test_presets_are_frozen():
         hw.get_gpu("b200").sms = 1  # type: ignore[misc]
 
 
-# ---- the measured tables in sieve/data are exact transcriptions of hardware.md ----------------
+# ---- the measured tables in sieve/calibration/data are exact transcriptions of hardware.md ----
 
 def _md():
     p = SHARED / "reference" / "hardware.md"
@@ -177,7 +177,7 @@ def test_nccl_sizes_are_binary_as_the_busbw_column_implies():
 def test_csv_files_cite_their_source():
     from importlib import resources
     for name in ("b200_gemm_measured", "b200_moe_measured", "nccl_measured", "deepep_measured"):
-        head = resources.files("sieve").joinpath("data", f"{name}.csv").read_text()
+        head = resources.files("sieve.calibration").joinpath("data", f"{name}.csv").read_text()
         assert "hardware.md" in head and "aiconfigurator" in head
         assert list(csv.reader([next(ln for ln in head.splitlines() if not ln.startswith("#"))]))
 

@@ -1,4 +1,4 @@
-"""Tests of sieve.models: presets, derived sizes, HF config.json loading, errors.
+"""Tests of sieve.model.moe: presets, derived sizes, HF config.json loading, errors.
 
 Oracles are independent of the code under test: the values of models-and-traces.md §A.1/§A.2
 (typed in here), published parameter counts, and hand-computed counts for tiny configs (the
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from sieve.errors import ConfigError
-from sieve.hf_config import to_hf_config
-from sieve.model_parts import WEIGHT_FORMATS, GqaAttention
-from sieve.models import ALIASES, MODELS, MoeModel, get_model, load_hf_config
+from sieve.model.hf_config import to_hf_config
+from sieve.model.moe import ALIASES, MODELS, MoeModel, get_model, load_hf_config
+from sieve.model.parts import WEIGHT_FORMATS, GqaAttention
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 NAMES = ["mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-next-80b-a3b",

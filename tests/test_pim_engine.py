@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sieve import checker, dram, pim
-from sieve.dram import GemvKernel
+from sieve import dram, pim
+from sieve.dram import GemvKernel, checker
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
-from sieve.specs import get_spec
 
 PIM_SPECS = ["b200-hbm3e-pim", "samsung-hbm2-pim", "attacc-hbm3-pim", "attacc-hbm3-pim-npc"]
 

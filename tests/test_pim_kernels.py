@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sieve import checker, dram, pim
+from sieve import dram, pim
+from sieve.dram import checker
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
-from sieve.models import get_model
-from sieve.pim_attention import attention_slices, gdn_decode_gpu_ns, run_attention
-from sieve.pim_costs import PimCostTable
-from sieve.pim_ffn import (
+from sieve.model.moe import get_model
+from sieve.pim.attention import attention_slices, gdn_decode_gpu_ns, run_attention
+from sieve.pim.costs import PimCostTable
+from sieve.pim.ffn import (
     FfnShape,
     ffn_shape,
     run_expert_ffn,
@@ -18,7 +20,6 @@ from sieve.pim_ffn import (
     run_moe_tp,
     run_shared_experts,
 )
-from sieve.specs import get_spec
 
 B200 = "b200-hbm3e-pim"
 SHAPES = {m: ffn_shape(m) for m in ("qwen3-30b-a3b", "gpt-oss-120b", "qwen3.5-397b-a17b")}

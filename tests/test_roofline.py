@@ -7,10 +7,10 @@ import csv
 import numpy as np
 import pytest
 
-from sieve import roofline
 from sieve.cli import main
 from sieve.errors import ConfigError
-from sieve.models import get_model
+from sieve.model.moe import get_model
+from sieve.report import roofline
 
 MODEL = "qwen3-30b-a3b"
 

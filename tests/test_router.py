@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from conftest import REPO
 
+from sieve.calibration.router_fit import SEED_TARGETS, step_sample_stats
 from sieve.errors import ConfigError
-from sieve.models import get_model
-from sieve.router import (
+from sieve.model.moe import get_model
+from sieve.workload.router import (
     PRESET_FITS,
     ROUTER_PRESETS,
     RouterParams,
@@ -19,9 +20,8 @@ from sieve.router import (
     generate_trace,
     get_router_params,
 )
-from sieve.router_fit import SEED_TARGETS, step_sample_stats
-from sieve.routing_stats import iid_overlap, nmi_from_joint, temporal_overlap, top1_joint
-from sieve.traces import DECODE, PREFILL
+from sieve.workload.stats import iid_overlap, nmi_from_joint, temporal_overlap, top1_joint
+from sieve.workload.trace import DECODE, PREFILL
 
 SHAPE = RouterShape("toy", 32, 4, range(6))
 P = RouterParams(alpha=0.5, drift_sigma=0.5, drift_phi=0.9, reuse_rho=0.5, layer_kappa=0.3)
@@ -97,7 +97,7 @@ def test_bad_parameters_and_sizes_raise_config_errors():
 
 
 def test_every_zoo_model_has_a_preset():
-    from sieve.models import MODELS
+    from sieve.model.moe import MODELS
 
     assert set(MODELS) <= set(ROUTER_PRESETS)
 
@@ -153,7 +153,7 @@ def test_joint_presets_reproduce_the_fit_report(target):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["gpt-oss-120b", "qwen3-30b-a3b", "qwen3-next-80b-a3b"])
 def test_joint_presets_meet_the_olmoe_aggregate_entropy(model):
-    from sieve.router_fit import AGG_HN_TOL, aggregate_skew
+    from sieve.calibration.router_fit import AGG_HN_TOL, aggregate_skew
 
     m, p = get_model(model), ROUTER_PRESETS[model]
     _, hn = aggregate_skew(p.alpha, p.drift_sigma, m.n_experts, m.top_k, 20000, n_layers=8)
@@ -163,7 +163,7 @@ def test_joint_presets_meet_the_olmoe_aggregate_entropy(model):
 
 @pytest.mark.slow
 def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
-    from sieve.router_fit import fit_popularity
+    from sieve.calibration.router_fit import fit_popularity
 
     tg = [t for t in SEED_TARGETS if t.model == "qwen3-30b-a3b"]
     (alpha, sigma), rows, _ = fit_popularity("qwen3-30b-a3b", tg)
@@ -178,8 +178,8 @@ def test_stored_qwen3_seed_preset_is_what_the_fit_returns():
 def test_stored_mixtral_kappa_is_what_the_fit_returns():
     from conftest import shared_trace
 
-    from sieve.router import _KAPPA_MIXTRAL
-    from sieve.router_fit_real import fit_kappa
+    from sieve.calibration.router_fit_real import fit_kappa
+    from sieve.workload.router import _KAPPA_MIXTRAL
 
     shared_trace("allenai_olmoe_routing_analysis", "mistral")
     kappa, _ = fit_kappa("mistral")

@@ -7,9 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from sieve import specs
+from sieve import dram as specs
+from sieve.dram.commands import COMMANDS, LEVELS
+from sieve.dram.presets import PRESETS, get_spec, load_spec
+from sieve.dram.spec import ns_to_ck
 from sieve.errors import ConfigError
-from sieve.specs import COMMANDS, LEVELS, PRESETS, get_spec, load_spec, ns_to_ck
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -153,4 +155,4 @@ def test_every_timing_field_is_documented_and_every_row_names_known_commands():
         assert set(tc.preceding) <= names and set(tc.following) <= names
     for f in specs.DramTiming.__dataclass_fields__:
         if f not in ("tCK_ps", "ticks_per_ck"):
-            assert f in specs._TIMING_DOC
+            assert f in specs.spec._TIMING_DOC

@@ -10,7 +10,14 @@ import pytest
 from conftest import shared_trace
 
 from sieve.errors import ConfigError, TraceFormatError
-from sieve.routing_stats import (
+from sieve.workload.importers import (
+    read_allenai_counts,
+    read_allenai_crosslayer,
+    read_count_matrix,
+    read_fiddler_popularity,
+    read_vllm_router_log,
+)
+from sieve.workload.stats import (
     bin_counts,
     iid_coverage,
     load_skew,
@@ -19,14 +26,7 @@ from sieve.routing_stats import (
     temporal_overlap,
     top1_joint,
 )
-from sieve.trace_io import (
-    read_allenai_counts,
-    read_allenai_crosslayer,
-    read_count_matrix,
-    read_fiddler_popularity,
-    read_vllm_router_log,
-)
-from sieve.traces import (
+from sieve.workload.trace import (
     DECODE,
     FORMAT_VERSION,
     PREFILL,

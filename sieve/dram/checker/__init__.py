@@ -1,0 +1,30 @@
+"""The independent timing checker for DRAM/PIM command logs (docs/checker.md).
+
+Pure Python/numpy, written apart from the engine: it never imports :mod:`sieve.dram.device`
+or ``sieve._dram``. :mod:`~sieve.dram.checker.api` owns validation and the report; the rules
+live in :mod:`~sieve.dram.checker.timing`, :mod:`~sieve.dram.checker.state` and
+:mod:`~sieve.dram.checker.rules`; :mod:`~sieve.dram.checker.ramulator` reads Ramulator 2
+command traces.
+"""
+
+from sieve.dram.checker.api import (  # noqa: F401
+    LOG_DTYPE,
+    CheckReport,
+    Violation,
+    check_log,
+    constraint_family,
+    constraint_text,
+    make_log,
+    read_ramulator_cmd_trace,
+)
+
+__all__ = [
+    "CheckReport",
+    "LOG_DTYPE",
+    "Violation",
+    "check_log",
+    "constraint_family",
+    "constraint_text",
+    "make_log",
+    "read_ramulator_cmd_trace",
+]

@@ -1,0 +1,272 @@
+"""Independent timing checker for DRAM/PIM command logs.
+
+Reads a command log (one record per issued command, :data:`LOG_DTYPE`) and a
+:class:`sieve.dram.spec.DramSpec`, and reports every violated constraint: timing rows (per level,
+window and sibling), column commands off a rising CK edge, bank row-buffer state, address
+ranges and disabled commands, issue order, and refresh coverage. The exact semantics are in
+docs/checker.md.
+
+It is pure Python/numpy and written independently of the engine's hot loop: it must never
+import ``sieve.dram.device`` or ``sieve._dram`` (both sides share only the record format,
+:data:`sieve.dram.log.LOG_DTYPE`).
+The rules live in ``sieve.dram.checker.timing``, ``sieve.dram.checker.state`` and
+``sieve.dram.checker.rules``; this module owns the log format, validation and the report.
+
+Example:
+    >>> from sieve.dram.checker import check_log, make_log
+    >>> log = make_log([(0, "ACT", 0, 0, 0, 0, 0, 5), (64, "RD", 0, 0, 0, 0, 0, 5, 0)])
+    >>> check_log(log, "hbm3-6400").ok
+    True
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sieve.dram.checker.core import Collector, LogView, level_counts
+from sieve.dram.checker.ramulator import read_ramulator_cmd_trace
+from sieve.dram.checker.rules import address_validity, check_address, check_alignment, check_order
+from sieve.dram.checker.rules import check_refresh as _check_refresh
+from sieve.dram.checker.state import check_state
+from sieve.dram.checker.timing import check_timing, constraint_family, constraint_text
+from sieve.dram.commands import COMMAND_INDEX, COMMANDS
+from sieve.dram.log import LOG_DTYPE
+from sieve.dram.presets import get_spec
+from sieve.dram.spec import DramSpec
+from sieve.errors import ConfigError, TimingViolation, TraceFormatError
+
+__all__ = [
+    "LOG_DTYPE",
+    "CheckReport",
+    "Violation",
+    "check_log",
+    "constraint_family",
+    "constraint_text",
+    "make_log",
+    "read_ramulator_cmd_trace",
+]
+
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One violated constraint.
+
+    Attributes:
+        family: short label ("tRCD", "tFAW", "bus", "PIM", "state", "alignment", "refresh",
+            "address", "command", "order"); see :func:`constraint_family`.
+        index: log index of the offending (following) command; -1 when there is none (a
+            refresh gap that runs to the end of the log).
+        prev_index: log index of the preceding command the constraint refers to (the P of a
+            timing row, the command that left a bank in the wrong state, the previous
+            refresh), or -1.
+        tick: tick of the offending command (or the end of the span), ticks.
+        required_tick: earliest tick at which it would have been legal, ticks (equal to
+            ``tick`` for state, address and command violations, which no delay fixes).
+        constraint: the rule in words, e.g. ``"bank ACT->RD nRCDRD (63 ticks)"``.
+    """
+
+    family: str
+    index: int
+    prev_index: int
+    tick: int
+    required_tick: int
+    constraint: str
+
+    def __str__(self) -> str:
+        prev = f" (after #{self.prev_index})" if self.prev_index >= 0 else ""
+        d = self.required_tick - self.tick
+        early = f", {d} tick{'s' if d > 1 else ''} early" if d > 0 else ""
+        return (f"[{self.family}] command #{self.index} at tick {self.tick}{prev}: "
+                f"{self.constraint}{early}")
+
+
+@dataclass
+class CheckReport:
+    """Result of :func:`check_log`.
+
+    Attributes:
+        violations: the violations, sorted by (channel, tick, seq) of the offending command;
+            at most ``max_reports`` of them (``n_violations`` counts all).
+        n_violations: total number of violations found.
+        n_commands: records in the log.
+        n_checked_pairs: (following command, timing row, preceding command) triples for which
+            a preceding command existed and the latency was compared.
+        spec_name: the spec the log was checked against.
+        family_counts: violations per family (all of them, not only those listed).
+    """
+
+    violations: list[Violation]
+    n_violations: int
+    n_commands: int
+    n_checked_pairs: int
+    spec_name: str
+    family_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when no constraint is violated."""
+        return self.n_violations == 0
+
+    @property
+    def truncated(self) -> bool:
+        """True when ``violations`` lists fewer than ``n_violations``."""
+        return len(self.violations) < self.n_violations
+
+    def by_family(self) -> dict[str, int]:
+        """Number of violations per family, sorted by family name."""
+        return dict(sorted(self.family_counts.items()))
+
+    def summary(self, max_lines: int = 10) -> str:
+        """A few lines: counts, then the first ``max_lines`` violations."""
+        head = (f"command log check against {self.spec_name!r}: {self.n_commands} commands, "
+                f"{self.n_checked_pairs} timed pairs checked: ")
+        if self.ok:
+            return head + "OK"
+        fams = ", ".join(f"{k} {v}" for k, v in self.by_family().items())
+        lines = [head + f"{self.n_violations} violations ({fams})"]
+        lines += [f"  {v}" for v in self.violations[:max_lines]]
+        if self.n_violations > min(max_lines, len(self.violations)):
+            lines.append(f"  ... {self.n_violations - min(max_lines, len(self.violations))} "
+                         "more")
+        return "\n".join(lines)
+
+    def raise_if_violated(self) -> CheckReport:
+        """Raise :class:`sieve.errors.TimingViolation` with the summary unless ``ok``."""
+        if not self.ok:
+            raise TimingViolation(self.summary())
+        return self
+
+
+_REQUIRED_FIELDS = tuple(LOG_DTYPE.names)
+
+
+def _validate(log: object) -> np.ndarray:
+    """Check the log's fields and command indices; returns a 1-D structured array."""
+    if not isinstance(log, np.ndarray) or log.dtype.names is None:
+        raise TraceFormatError(
+            "command log: expected a numpy structured array with dtype sieve.dram.log.LOG_DTYPE "
+            f"(fields {', '.join(_REQUIRED_FIELDS)}), got {type(log).__name__}"
+            + (f" of dtype {log.dtype}" if isinstance(log, np.ndarray) else ""))
+    missing = [f for f in _REQUIRED_FIELDS if f not in log.dtype.names]
+    if missing:
+        raise TraceFormatError(f"command log: missing field(s) {', '.join(missing)} "
+                               f"(expected {', '.join(_REQUIRED_FIELDS)})")
+    not_int = [f for f in _REQUIRED_FIELDS if not np.issubdtype(log.dtype[f], np.integer)]
+    if not_int:
+        raise TraceFormatError(f"command log: field(s) {', '.join(not_int)} must be integers "
+                               f"(got {', '.join(str(log.dtype[f]) for f in not_int)})")
+    log = np.ravel(log)
+    if log.size:
+        cmd = log["cmd"].astype(np.int64)
+        bad = np.flatnonzero((cmd < 0) | (cmd >= len(COMMANDS)))
+        if bad.size:
+            raise TraceFormatError(
+                f"command log: record {bad[0]} has cmd {cmd[bad[0]]}, not an index into "
+                f"sieve.dram.commands.COMMANDS (0..{len(COMMANDS) - 1}); {bad.size} such records")
+        neg = np.flatnonzero(log["tick"] < 0)
+        if neg.size:
+            raise TraceFormatError(f"command log: record {neg[0]} has negative tick "
+                                   f"{log['tick'][neg[0]]}")
+    return log
+
+
+def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None = None,
+              check_refresh: bool = True) -> CheckReport:
+    """Check a command log against a spec and report every violated constraint.
+
+    Args:
+        log: structured array with (at least) the fields of :data:`LOG_DTYPE`, in any order
+            (channels are checked independently, each in (tick, seq) order).
+        spec: a :class:`DramSpec` or a preset name.
+        max_reports: keep at most this many :class:`Violation` objects (all are counted).
+        check_refresh: check refresh coverage (rule 4); turn off for log excerpts.
+
+    Returns:
+        A :class:`CheckReport`.
+
+    Raises:
+        TraceFormatError: the log is not a structured array, misses fields, has non-integer
+            fields, unknown command indices, negative ticks or a seq shared within a channel.
+        ConfigError: ``spec`` is not a known preset or is invalid; bad ``max_reports``.
+    """
+    spec = get_spec(spec) if isinstance(spec, str) else spec
+    if not isinstance(spec, DramSpec):
+        raise ConfigError(f"checker: spec must be a DramSpec or preset name, got "
+                          f"{type(spec).__name__}")
+    spec.validate()
+    if max_reports is not None and (not isinstance(max_reports, (int, np.integer))
+                                    or max_reports < 0):
+        raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
+                          f"{max_reports!r}")
+    log = _validate(log)
+    valid, enabled, bad_field = address_validity(log, spec)
+    view = LogView.build(log, valid, level_counts(spec))
+    out = Collector()
+    check_order(log, view, out)
+    check_address(log, spec, view, enabled, bad_field, out)
+    check_alignment(spec, view, out)
+    check_timing(spec, view, out)
+    check_state(view, spec, out)
+    if check_refresh:
+        _check_refresh(spec, view, out)
+    return _report(out, view, spec, max_reports)
+
+
+def _report(out: Collector, v: LogView, spec: DramSpec, max_reports: int | None
+            ) -> CheckReport:
+    code, pos, prev, _, tick, req, a, b, c = out.arrays()
+    counts = Counter()
+    for k, cnt in zip(*np.unique(code, return_counts=True)):
+        counts[out.kinds[k][0]] += int(cnt)
+    keep = code.size if max_reports is None else min(code.size, int(max_reports))
+    index = np.where(pos[:keep] >= 0, v.order[np.maximum(pos[:keep], 0)], -1)
+    cols = [x.tolist() for x in (code[:keep], index, prev[:keep], tick[:keep], req[:keep],
+                                 a[:keep], b[:keep], c[:keep])]
+    texts: dict[tuple[int, int, int, int], str] = {}
+    vs = []
+    for k, i, p, t, r, aa, bb, cc in zip(*cols):
+        key = (k, aa, bb, cc)
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = out.kinds[k][1].format(a=aa, b=bb, c=cc)
+        vs.append(Violation(out.kinds[k][0], i, p, t, r, text))
+    return CheckReport(violations=vs, n_violations=int(code.size), n_commands=v.n,
+                       n_checked_pairs=out.n_checked_pairs, spec_name=spec.name,
+                       family_counts=dict(counts))
+
+
+def make_log(entries: Iterable[Sequence[object]]) -> np.ndarray:
+    """Build a :data:`LOG_DTYPE` array from tuples (handy for tests and hand-made logs).
+
+    Args:
+        entries: ``(tick, cmd, ch, pc, sid, bg, bank, row, col)`` tuples; ``cmd`` is a name
+            ("ACT") or an index; trailing fields may be omitted (-1). ``seq`` is the position in
+            ``entries``. Pseudo-channel commands give -1 for sid, bg and bank, e.g.
+            ``(t, "MACAB", 0, 1, -1, -1, -1, row, col)``.
+
+    Returns:
+        The log (ticks in engine ticks).
+
+    Raises:
+        TraceFormatError: unknown command name or a tuple longer than 9 fields.
+    """
+    rows = []
+    for i, e in enumerate(entries):
+        e = tuple(e)
+        if len(e) < 2 or len(e) > 9:
+            raise TraceFormatError(f"make_log: entry {i} must be (tick, cmd, ch, pc, sid, bg, "
+                                   f"bank, row, col) with 2 to 9 fields, got {e!r}")
+        cmd = e[1]
+        if isinstance(cmd, str):
+            if cmd not in COMMAND_INDEX:
+                raise TraceFormatError(f"make_log: entry {i}: unknown command {cmd!r} (known: "
+                                       f"{', '.join(COMMAND_INDEX)})")
+            cmd = COMMAND_INDEX[cmd]
+        rest = [int(x) for x in e[2:]] + [-1] * (9 - len(e))
+        rows.append((int(e[0]), i, int(cmd), *rest))
+    return np.array(rows, dtype=LOG_DTYPE)

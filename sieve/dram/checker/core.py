@@ -1,0 +1,129 @@
+"""Shared internals of :mod:`sieve.dram.checker`: the sorted log view and the violation collector.
+
+This module owns no rule. It turns a validated command log into per-channel ``(tick, seq)``
+order with flat node ids per level (:class:`LogView`), and collects violations as flat arrays
+(:class:`Collector`) so that millions of them cost no Python objects until they are reported.
+It never imports the engine (``sieve.dram`` / ``sieve._dram``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sieve.dram.commands import BUFFER_NORMAL, COMMANDS, LEVEL_INDEX, LEVELS
+from sieve.dram.spec import DramSpec
+
+__all__ = ["Collector", "LogView", "command_buffers", "level_counts"]
+
+_SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
+
+
+def level_counts(spec: DramSpec) -> np.ndarray:
+    """Node counts per level (channel count is the whole GPU's: stacks x channels)."""
+    o = spec.org
+    return np.array([o.total_channels, o.pseudochannels, o.sids, o.bankgroups, o.banks],
+                    dtype=np.int64)
+
+
+def command_buffers(spec: DramSpec) -> np.ndarray:
+    """Row buffer used by each command: its own with dual row buffers, else the shared one (0)."""
+    dual = spec.pim is not None and spec.pim.dual_row_buffer
+    return np.array([c.buffer if dual else BUFFER_NORMAL for c in COMMANDS], dtype=np.int64)
+
+
+@dataclass
+class LogView:
+    """The log in per-channel (tick, seq) order, as int64 columns (positions = sorted order).
+
+    Attributes:
+        order: ``order[pos]`` is the log index of the command at sorted position ``pos``.
+        tick, seq, cmd, ch, pc, sid, bg, bank, row, col: sorted columns (ticks, ids).
+        valid: command is known, enabled and its address is in range (only these are checked
+            by the timing, state and refresh rules).
+        node: ``node[L]`` is the flat id of the command's node at level ``L`` (-1 where the
+            command's scope does not reach ``L`` or it is not valid). Node ids nest:
+            ``node[L] = node[L-1] * counts[L] + index at L``.
+    """
+
+    order: np.ndarray
+    tick: np.ndarray
+    seq: np.ndarray
+    cmd: np.ndarray
+    ch: np.ndarray
+    pc: np.ndarray
+    sid: np.ndarray
+    bg: np.ndarray
+    bank: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+    valid: np.ndarray
+    node: list[np.ndarray]
+    counts: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.order.size)
+
+    @classmethod
+    def build(cls, log: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> LogView:
+        """Sort ``log`` by (ch, tick, seq) and derive node ids (``valid`` is in log order)."""
+        ch = log["ch"].astype(np.int64)
+        tick = log["tick"].astype(np.int64)
+        seq = log["seq"].astype(np.int64)
+        order = np.lexsort((seq, tick, ch))
+        cols = {f: log[f][order].astype(np.int64)
+                for f in ("tick", "seq", "cmd", "ch", "pc", "sid", "bg", "bank", "row", "col")}
+        ok = valid[order]
+        scope = _SCOPE[np.where(ok, cols["cmd"], 0)]
+        nodes = []
+        cur = np.where(ok, cols["ch"], -1)
+        fields = ("ch", "pc", "sid", "bg", "bank")
+        for lv in range(len(LEVELS)):
+            if lv > 0:
+                cur = cur * counts[lv] + cols[fields[lv]]
+            nodes.append(np.where(ok & (scope >= lv), cur, -1))
+        return cls(order=order, valid=ok, node=nodes, counts=counts, **cols)
+
+
+class Collector:
+    """Accumulates violations as arrays; message templates are interned per code.
+
+    A violation is (code, sorted position of the following command or -1, log index of the
+    preceding command or -1, channel, tick, required tick, detail ints a, b, c). ``code`` maps
+    to (family, template); the template is formatted with ``a``, ``b``, ``c`` only when the
+    violation is turned into a :class:`sieve.dram.checker.Violation`.
+    """
+
+    def __init__(self) -> None:
+        self.kinds: list[tuple[str, str]] = []
+        self._codes: dict[tuple[str, str], int] = {}
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.n_checked_pairs = 0
+
+    def code(self, family: str, template: str) -> int:
+        key = (family, template)
+        if key not in self._codes:
+            self._codes[key] = len(self.kinds)
+            self.kinds.append(key)
+        return self._codes[key]
+
+    def add(self, code, pos, prev_index, ch, tick, required, a=-1, b=-1, c=-1) -> None:
+        """Add violations (array arguments broadcast against ``pos``)."""
+        pos = np.atleast_1d(np.asarray(pos, dtype=np.int64))
+        if pos.size == 0:
+            return
+        shape = pos.shape
+        cols = [np.broadcast_to(np.asarray(x, dtype=np.int64), shape)
+                for x in (code, pos, prev_index, ch, tick, required, a, b, c)]
+        self.parts.append(tuple(cols))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """All violations as 9 int64 columns, sorted by (channel, tick, position, code)."""
+        if not self.parts:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(9))
+        cols = tuple(np.concatenate([p[i] for p in self.parts]) for i in range(9))
+        code, pos, _, ch, tick = cols[:5]
+        key = np.lexsort((code, pos, tick, ch))
+        return tuple(c[key] for c in cols)

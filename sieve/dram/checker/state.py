@@ -1,0 +1,195 @@
+"""Bank-state replay for :mod:`sieve.dram.checker` (rule 3 of docs/checker.md), vectorised.
+
+Each bank has one row buffer per buffer kind (two with PIM dual row buffers, else one shared
+buffer). The state of a bank buffer before a command is fixed by the most recent *setter* of
+that buffer: a bank-scope setter (ACT opens ``row``; PRE, RDA, WRA close) or a pseudo-channel
+setter of its PC (ACTAB opens ``row`` in every bank; PREA/PREAB close every bank). The later of
+the two wins; no setter at all means closed. Checks (ACT needs closed, RD/WR need ``row`` open,
+REFpb/REFab need closed in every buffer, ACTAB needs every bank closed, MACAB needs every bank
+open at ``row``) then compare that state with the requirement, all with searchsorted over keys
+``id * (n + 1) + position``. A setter's effect applies even when its own check failed.
+
+Pseudo-channel checks (ACTAB, MACAB, REFab) take a fast path when no bank-scope setter touched
+the PC since the PC's last PC-wide setter (the state of all its banks is then uniform); only
+the others are expanded to every bank. This module owns no timing rule and never imports the
+engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sieve.dram.checker.core import Collector, LogView, command_buffers
+from sieve.dram.commands import (
+    COMMANDS,
+    KIND_CLOSE,
+    KIND_MAC,
+    KIND_OPEN,
+    KIND_READ,
+    KIND_READ_AP,
+    KIND_REFRESH,
+    KIND_WRITE,
+    KIND_WRITE_AP,
+    LEVEL_INDEX,
+)
+from sieve.dram.spec import DramSpec
+
+__all__ = ["check_state"]
+
+_KIND = np.array([c.kind for c in COMMANDS], dtype=np.int64)
+_BANK_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["bank"] for c in COMMANDS])
+_NAMES = [c.name for c in COMMANDS]
+_BUFNAME = ("normal", "PIM")
+
+
+def _last_before(keys: np.ndarray, ids: np.ndarray, pos: np.ndarray, stride: int):
+    """Index into ``keys`` of the last entry with the same id and position < ``pos``, or -1."""
+    r = np.searchsorted(keys, ids * stride + pos, side="left") - 1
+    rc = np.maximum(r, 0)
+    hit = (r >= 0) & (keys[rc] // stride == ids) if keys.size else np.zeros(ids.shape, bool)
+    return np.where(hit, r, -1)
+
+
+class _Setters:
+    """Setters of one buffer at one granularity (bank or PC), sorted by (id, position)."""
+
+    def __init__(self, ids: np.ndarray, pos: np.ndarray, value: np.ndarray, stride: int):
+        k = ids * stride + pos
+        o = np.argsort(k, kind="stable")
+        self.keys, self.pos, self.value = k[o], pos[o], value[o]
+        self.stride = stride
+
+    def last(self, ids: np.ndarray, pos: np.ndarray):
+        """(position, value) of the last setter before ``pos`` at ``ids``; (-1, -1) if none."""
+        r = _last_before(self.keys, ids, pos, self.stride)
+        rc = np.maximum(r, 0)
+        has = r >= 0
+        if not self.keys.size:
+            return np.full(ids.shape, -1, np.int64), np.full(ids.shape, -1, np.int64)
+        return np.where(has, self.pos[rc], -1), np.where(has, self.value[rc], -1)
+
+
+def _state_of_banks(bank_set: _Setters, pc_set: _Setters, banks, pcs, pos):
+    """(open row or -1, setter position or -1) of each bank buffer just before ``pos``."""
+    bp, bv = bank_set.last(banks, pos)
+    pp, pv = pc_set.last(pcs, pos)
+    use_bank = bp > pp
+    return np.where(use_bank, bv, pv), np.where(use_bank, bp, pp)
+
+
+def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
+    """Replay row-buffer state per bank and buffer; add "state" violations to ``out``."""
+    n = v.n
+    if n == 0:
+        return
+    stride = n + 1
+    org = spec.org
+    bpp = org.banks_per_pc
+    bufs = command_buffers(spec)
+    nbuf = int(bufs.max()) + 1
+    cmd = np.where(v.valid, v.cmd, 0)
+    kind = np.where(v.valid, _KIND[cmd], -1)
+    bank_scope = _BANK_SCOPE[cmd] & v.valid
+    pc_scope = ~_BANK_SCOPE[cmd] & v.valid
+    buf = bufs[cmd]
+    bank_id, pc_id = v.node[4], v.node[1]
+    pos_all = np.arange(n, dtype=np.int64)
+    opens = kind == KIND_OPEN
+    closes = (kind == KIND_CLOSE) | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)
+    value = np.where(opens, v.row, -1)
+    tick_req = v.tick  # state rules have no "required tick": report the command's own tick
+
+    for b in range(nbuf):
+        in_buf = buf == b
+        bset = bank_scope & in_buf & (opens | closes)
+        pset = pc_scope & in_buf & (opens | closes)
+        bank_set = _Setters(bank_id[bset], pos_all[bset], value[bset], stride)
+        pc_set = _Setters(pc_id[pset], pos_all[pset], value[pset], stride)
+        # bank setters keyed by their PC, for "did any bank change since the PC-wide setter"
+        bset_pc = np.sort(pc_id[bset] * stride + pos_all[bset])
+
+        # ---- bank-scope checks: OPEN (closed), column access (row open), REFpb (closed) ----
+        bchk = bank_scope & (((kind == KIND_OPEN) | (kind == KIND_READ) | (kind == KIND_WRITE)
+                              | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)) & in_buf
+                             | (kind == KIND_REFRESH))
+        p = pos_all[bchk]
+        st, setter = _state_of_banks(bank_set, pc_set, bank_id[p], pc_id[p], p)
+        k = kind[p]
+        need_open = (k != KIND_OPEN) & (k != KIND_REFRESH)
+        bad = np.where(need_open, st != v.row[p], st != -1)
+        _report_bank(out, v, p[bad], st[bad], setter[bad], need_open[bad], b, tick_req)
+
+        # ---- PC-scope checks: ACTAB / REFab need all closed, MACAB needs all open at row ----
+        pchk = pc_scope & ((((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf)
+                           | (kind == KIND_REFRESH))
+        p = pos_all[pchk]
+        if p.size == 0:
+            continue
+        pcs = pc_id[p]
+        want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
+        sp, sv = pc_set.last(pcs, p)
+        lo = np.searchsorted(bset_pc, pcs * stride + sp + 1, side="left")
+        hi = np.searchsorted(bset_pc, pcs * stride + p, side="left")
+        uniform = hi == lo
+        bad_u = uniform & (sv != want)
+        _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
+                   np.full(int(bad_u.sum()), -1), b, tick_req)
+        slow = np.flatnonzero(~uniform)
+        if slow.size:
+            ps = np.repeat(p[slow], bpp)
+            banks = np.repeat(pcs[slow] * bpp, bpp) + np.tile(np.arange(bpp), slow.size)
+            st, setter = _state_of_banks(bank_set, pc_set, banks, np.repeat(pcs[slow], bpp), ps)
+            wrong = (st != np.repeat(want[slow], bpp)).reshape(slow.size, bpp)
+            anyw = wrong.any(axis=1)
+            first = wrong.argmax(axis=1)
+            sel = np.flatnonzero(anyw)
+            flat = sel * bpp + first[sel]
+            _report_pc(out, v, p[slow][sel], want[slow][sel], st[flat], setter[flat],
+                       first[sel], b, tick_req)
+
+
+def _index(v: LogView, pos: np.ndarray) -> np.ndarray:
+    return np.where(pos >= 0, v.order[np.maximum(pos, 0)], -1)
+
+
+def _report_bank(out, v, p, st, setter, need_open, b, tick_req) -> None:
+    if p.size == 0:
+        return
+    for c in np.unique(v.cmd[p]):
+        name = _NAMES[c]
+        for need in (True, False):
+            for closed in (True, False):
+                m = (v.cmd[p] == c) & (need_open == need) & ((st == -1) == closed)
+                if not m.any():
+                    continue
+                if need:
+                    text = (f"{name} row {{b}} needs the row open in the {_BUFNAME[b]} buffer; "
+                            + ("the bank is closed" if closed else "row {a} is open"))
+                else:
+                    text = (f"{name} needs the bank closed in the {_BUFNAME[b]} buffer; "
+                            "row {a} is open")
+                pm = p[m]
+                out.add(out.code("state", text), pm, _index(v, setter[m]), v.ch[pm],
+                        v.tick[pm], tick_req[pm], a=st[m], b=v.row[pm])
+
+
+def _report_pc(out, v, p, want, st, setter, bank, b, tick_req) -> None:
+    """Report PC-wide checks; ``bank`` is the first offending bank in the PC (-1: all)."""
+    if p.size == 0:
+        return
+    bank = np.asarray(bank)
+    for c in np.unique(v.cmd[p]):
+        name = _NAMES[c]
+        need = (f"{name} row {{b}} needs every bank open at that row" if _KIND[c] == KIND_MAC
+                else f"{name} needs every bank closed")
+        for closed in (True, False):
+            for uniform in (True, False):
+                m = (v.cmd[p] == c) & ((st == -1) == closed) & ((bank == -1) == uniform)
+                if not m.any():
+                    continue
+                who = "every bank of the pseudo-channel" if uniform else "bank {c} of the PC"
+                state = "is closed" if closed else "has row {a} open"
+                text = f"{need} in the {_BUFNAME[b]} buffer; {who} {state}"
+                pm = p[m]
+                out.add(out.code("state", text), pm, _index(v, setter[m]), v.ch[pm],
+                        v.tick[pm], tick_req[pm], a=st[m], b=want[m], c=bank[m])

@@ -1,0 +1,141 @@
+"""Timing rows for :mod:`sieve.dram.checker` (rule 1 of docs/checker.md), vectorised with numpy.
+
+For a row (level L, preceding p, following f, latency, window w, sibling s) and every command F
+of type f, the preceding commands P of type p at F's node at level L (or, for a sibling row, at
+each sibling node: same parent, other index) are looked up with one ``searchsorted`` over keys
+``node * (n + 1) + position``, where positions are the per-channel (tick, seq) order; the w-th
+most recent P before F is then ``rank - w``. F is legal iff ``tick(F) >= tick(P_w) + latency``.
+This equals the engine's ``ready[node, f] = max(ready, tick(P_w) + latency)`` bookkeeping
+because ``tick(P_w)`` never decreases as more P issue.
+
+Written independently of the engine's hot loop; the only shared input is the spec.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, fields
+
+import numpy as np
+
+from sieve.dram.checker.core import Collector, LogView
+from sieve.dram.commands import COMMANDS, LEVEL_INDEX, LEVELS
+from sieve.dram.constraints import ResolvedConstraint
+from sieve.dram.spec import DramSpec, DramTiming
+
+__all__ = ["check_timing", "constraint_family", "constraint_text"]
+
+_SCOPE = [LEVEL_INDEX[c.scope] for c in COMMANDS]
+#: Latency terms that only shift a constraint (command-to-data latencies, burst length); the
+#: family is named after the other terms when there are any.
+_GENERIC = {"nCL", "nCWL", "nBL"}
+#: Timing fields that exist only for PIM specs (those with a default in DramTiming).
+_PIM_TIMINGS = {f.name for f in fields(DramTiming) if f.default is not MISSING}
+_QUALIFIED = re.compile(r"^(RCD|CCD|RRD|WTR|RFC)(RD|WR|S|L|R|pb)$")
+
+
+def constraint_family(source: str) -> str:
+    """Short family label of a timing row, derived from its source (latency expression).
+
+    Rules: command-bus occupancy rows are "bus"; a row using a PIM-only timing (nCCDAB,
+    nMACRD) is "PIM"; otherwise the first term that is not a generic latency (nCL, nCWL, nBL)
+    names it, skipping a trailing nRP when another term is present (auto-precharge rows), with
+    JEDEC qualifiers dropped: ``nRCDRD -> tRCD``, ``nCCDR -> tCCD``, ``nRFCpb -> tRFC``,
+    ``nCWL + nBL + nWTRS -> tWTR``, ``nRTP + nRP -> tRTP``, ``nBL -> tBL``.
+
+    Args:
+        source: ``ResolvedConstraint.source``.
+
+    Returns:
+        The family label, e.g. ``"tRCD"``.
+    """
+    if "command bus" in source:
+        return "bus"
+    names = re.findall(r"\bn[A-Za-z]+\b", source)
+    if not names:
+        return source
+    if any(n in _PIM_TIMINGS for n in names):
+        return "PIM"
+    specific = [n for n in names if n not in _GENERIC]
+    if len(specific) > 1:
+        specific = [n for n in specific if n != "nRP"] or specific
+    base = (specific or names)[0][1:]
+    m = _QUALIFIED.match(base)
+    return "t" + (m.group(1) if m else base)
+
+
+def constraint_text(r: ResolvedConstraint) -> str:
+    """Human-readable row, e.g. ``"bank ACT->RD nRCDRD (63 ticks)"``."""
+    extra = ""
+    if r.window > 1:
+        extra += f", window {r.window}"
+    if r.sibling:
+        extra += f", other {LEVELS[r.level]} of the same {LEVELS[r.level - 1]}"
+    return (f"{LEVELS[r.level]} {COMMANDS[r.preceding].name}->{COMMANDS[r.following].name} "
+            f"{r.source} ({r.latency} ticks{extra})")
+
+
+def _applicable_rows(spec: DramSpec) -> list[ResolvedConstraint]:
+    """Resolved rows whose level both commands reach, without exact duplicates."""
+    seen, rows = set(), []
+    for r in spec.resolved_constraints():
+        if _SCOPE[r.preceding] < r.level or _SCOPE[r.following] < r.level:
+            continue
+        key = (r.level, r.preceding, r.following, r.latency, r.window, r.sibling, r.source)
+        if key not in seen:
+            seen.add(key)
+            rows.append(r)
+    return rows
+
+
+def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
+    """Check every timing row against the log; add violations (family per row) to ``out``."""
+    n = v.n
+    if n == 0:
+        return
+    stride = n + 1
+    by_level: dict[int, dict[int, list[ResolvedConstraint]]] = {}
+    for r in _applicable_rows(spec):
+        by_level.setdefault(r.level, {}).setdefault(r.preceding, []).append(r)
+    for lv, by_p in sorted(by_level.items()):
+        node = v.node[lv]
+        sel = np.flatnonzero(node >= 0)
+        perm = sel[np.argsort(node[sel], kind="stable")]  # by (node, position)
+        cmd_perm = v.cmd[perm]
+        keys = node[perm] * stride + perm  # strictly increasing
+        f_cache: dict[int, np.ndarray] = {}
+        for p, rows in by_p.items():
+            mp = cmd_perm == p
+            if not mp.any():
+                continue
+            key_p, pos_p = keys[mp], perm[mp]
+            for r in rows:
+                if r.following not in f_cache:
+                    f_cache[r.following] = perm[cmd_perm == r.following]
+                pos_f = f_cache[r.following]
+                if pos_f.size == 0:
+                    continue
+                node_f = node[pos_f]
+                if r.sibling:
+                    fan = int(v.counts[lv])
+                    targets = [(node_f // fan) * fan + (node_f % fan + j) % fan
+                               for j in range(1, fan)]
+                else:
+                    targets = [node_f]
+                for target in targets:
+                    _check_row(r, target, pos_f, key_p, pos_p, stride, v, out)
+
+
+def _check_row(r, target, pos_f, key_p, pos_p, stride, v: LogView, out: Collector) -> None:
+    """One row against P at ``target`` nodes (F's own node, or one sibling per F)."""
+    j = np.searchsorted(key_p, target * stride + pos_f, side="left") - r.window
+    jc = np.maximum(j, 0)
+    found = (j >= 0) & (key_p[jc] // stride == target)
+    out.n_checked_pairs += int(found.sum())
+    prev = pos_p[jc]
+    required = v.tick[prev] + r.latency
+    bad = np.flatnonzero(found & (v.tick[pos_f] < required))
+    if bad.size:
+        f, pp = pos_f[bad], prev[bad]
+        code = out.code(constraint_family(r.source), constraint_text(r))
+        out.add(code, f, v.order[pp], v.ch[f], v.tick[f], required[bad])

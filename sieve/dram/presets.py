@@ -1,0 +1,287 @@
+"""DRAM and HBM-PIM presets (each value cites its source), spec files and the one lookup.
+
+:func:`get_spec` resolves a preset name, a :class:`~sieve.dram.spec.DramSpec` or a JSON/TOML
+spec file (:func:`load_spec`), with optional overrides. Reference notes: shared/reference/
+hardware.md (§2, §5), ramulator2.md (§2-§4) and pim-simulators.md (§2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sieve.dram.spec import DramOrg, DramSpec, DramTiming, PimConfig, ns_to_ck
+from sieve.errors import ConfigError, choices, lookup
+
+__all__ = ["DEFAULT_SPEC", "PRESETS", "get_spec", "load_spec"]
+
+
+# --------------------------------------------------------------------------------------------
+# Presets
+# --------------------------------------------------------------------------------------------
+
+_HBM3_BUS = {"ACT": 1.5, "ACTAB": 1.5, "PRE": 0.5, "PREA": 0.5, "PREAB": 0.5,
+             "REFab": 0.5, "REFpb": 0.5}
+"""HBM3 command-bus occupancy in CK: ACT is R-F-R = 1.5 CK, other row commands half a CK,
+column commands 1 CK (Ramulator 2.1 hbm3.py ``command_cycles``)."""
+
+_HBM2_BUS = {"ACT": 2.0, "ACTAB": 2.0}
+"""HBM2 row commands: ACT takes 2 CK on the row bus (Ramulator 2.1 hbm2.py; AttAcc
+HBM3-PIM.cpp "2-cycle ACT command")."""
+
+
+def _hbm3_6400() -> DramSpec:
+    # Ramulator 2.1 HBM3_6400Mbps timing preset with the HBM3_8Gb_8hi organisation
+    # (ramulator2.md §2-3; CMU-SAFARI/ramulator2 python/ramulator/dram/hbm3.py @c5b1c3a).
+    tck = 625  # 6.4 Gb/s per pin, CK = rate / 4 = 1.6 GHz
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=2,  # half-CK ticks: row commands on both edges
+        nBL=2, nCL=20, nCWL=10, nRCDRD=31, nRCDWR=15, nRP=26, nRAS=45, nRC=72, nWR=33,
+        nRTP=9, nCCDS=2, nCCDL=4, nCCDR=3, nRRDS=4, nRRDL=5, nFAW=24, nWTRS=7, nWTRL=10,
+        nRTW=20, nPPD=2,
+        nRFC=ns_to_ck(260, tck),  # 8 Gb die / 2 SIDs = 4 Gb per channel -> 260 ns (JESD238 T84)
+        nRFCpb=320, nREFI=6240,  # preset values (200 ns, 3.9 us)
+        nREFIpb=ns_to_ck(3900 / 32, tck),  # tREFI / banks per PC = 195
+        nRREFD=8,  # preset value (the max(3 CK, 8 ns) formula would give 13; ramulator2.md §2)
+    )
+    org = DramOrg(stacks=1, channels=16, pseudochannels=2, sids=2, bankgroups=4, banks=4,
+                  rows=8192, columns=32, access_bytes=32, dq_bits=32)
+    return DramSpec(
+        name="hbm3-6400",
+        description="HBM3 6.4 Gb/s, 8-Hi 8 Gb dies (= Ramulator 2.1 HBM3_6400Mbps/HBM3_8Gb_8hi)",
+        org=org, timing=timing, bus_ck=_HBM3_BUS,
+        sources={
+            "timing": "Ramulator 2.1 hbm3.py HBM3_6400Mbps (ramulator2.md §2)",
+            "org": "Ramulator 2.1 HBM3_8Gb_8hi, JESD238 Table 4 (ramulator2.md §3)",
+            "nRFC": "JESD238 Table 84 via Ramulator resolver: 4 Gb/channel -> 260 ns",
+            "bus": "Ramulator 2.1 command_cycles (ACT 1.5 CK, PRE/REF 0.5 CK)",
+        },
+    )
+
+
+def _hbm3e_8000() -> DramSpec:
+    # HBM3E at 8 Gb/s as on a B200 (hardware.md §1-2: 3996 MHz memory clock, 8 stacks, 16 ch x 2
+    # PC, 8-Hi = 2 SIDs x 4 BG x 4 banks, 1 KB rows, 32 B per column). Timings: Ramulator 2.1
+    # HBM3_8000Mbps preset (hbm3.py @300e25f: JEDEC ns held constant, CK scaled 1.25x from 6400).
+    tck = 500
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=2,
+        nBL=2, nCL=25, nCWL=13, nRCDRD=39, nRCDWR=19, nRP=33, nRAS=57, nRC=90, nWR=42,
+        nRTP=12, nCCDS=2, nCCDL=5, nCCDR=4, nRRDS=5, nRRDL=7, nFAW=30, nWTRS=9, nWTRL=13,
+        nRTW=25, nPPD=2,
+        # 24 Gb die / 2 SIDs = 12 Gb per channel -> "<= 16 Gb" bucket = 450 ns (hardware.md §2.2
+        # suggested B200 set; AttAcc's table would give 410 ns: a sensitivity case).
+        nRFC=ns_to_ck(450, tck),
+        nRFCpb=400, nREFI=7800,  # 200 ns, 3.9 us (Ramulator preset)
+        nREFIpb=ns_to_ck(3900 / 32, tck),  # 122 ns for 32 banks per PC
+        nRREFD=8,
+    )
+    # 24 Gb die, 8-Hi, 24 GB stack: 768 MiB per PC / 32 banks / 1 KB = 24 K rows; the engine
+    # needs a power of two, so 32 K row addresses are modelled (only the row count changes).
+    org = DramOrg(stacks=8, channels=16, pseudochannels=2, sids=2, bankgroups=4, banks=4,
+                  rows=32768, columns=32, access_bytes=32, dq_bits=32)
+    return DramSpec(
+        name="hbm3e-8000",
+        description="HBM3E 8 Gb/s, 8 stacks x 16 ch x 2 PC, 8-Hi (B200-like)",
+        org=org, timing=timing, bus_ck=_HBM3_BUS,
+        sources={
+            "timing": "Ramulator 2.1 hbm3.py HBM3_8000Mbps (JEDEC ns scaled to tCK 0.5 ns)",
+            "org": "hardware.md §1-2 (B200: 8 stacks, 16 ch x 2 PC, 8-Hi = 2 SID x 4 BG x 4)",
+            "nRFC": "hardware.md §2.2 suggested B200 set: 12 Gb/channel -> 450 ns",
+            "rows": "24 K rows derived (hardware.md §2.1), rounded up to 32 K (power of two)",
+        },
+    )
+
+
+def _hbm2_2000() -> DramSpec:
+    # Ramulator 2.1 HBM2_2000Mbps (hbm2.py, JESD235D; ramulator2.md §2). HBM2 pseudo-channel
+    # mode: 8 channels x 2 PCs of 64 bits, BL4 = 32 B per burst, 4 BG x 4 banks per PC.
+    tck = 1000
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=1,
+        nBL=2, nCL=14, nCWL=5, nRCDRD=14, nRCDWR=12, nRP=14, nRAS=34, nRC=48, nWR=16,
+        nRTP=5, nCCDS=2, nCCDL=4, nCCDR=0, nRRDS=4, nRRDL=4, nFAW=15, nWTRS=6, nWTRL=8,
+        nRTW=14 + 2 + 2 - 5,  # nCL + nBL + 2 - nCWL (Ramulator 2.0 HBM2 RD->WR, tWPRE = 1 CK)
+        nPPD=0,  # HBM2 has no tPPD
+        nRFC=350, nRFCpb=160, nREFI=3900, nREFIpb=122, nRREFD=8,
+    )
+    org = DramOrg(stacks=1, channels=8, pseudochannels=2, sids=1, bankgroups=4, banks=4,
+                  rows=16384, columns=32, access_bytes=32, dq_bits=64)
+    return DramSpec(
+        name="hbm2-2000",
+        description="HBM2 2 Gb/s, pseudo-channel mode (= Ramulator 2.1 HBM2_2000Mbps)",
+        org=org, timing=timing, bus_ck=_HBM2_BUS,
+        sources={
+            "timing": "Ramulator 2.1 hbm2.py HBM2_2000Mbps (ramulator2.md §2)",
+            "org": "JESD235 pseudo-channel mode; 4 GB 4-Hi stack -> 16 K rows per bank",
+            "nRTW": "Ramulator 2.0 HBM2 rule nCL + nBL + 2 - nCWL",
+        },
+    )
+
+
+def _samsung_hbm2_pim() -> DramSpec:
+    # Samsung HBM2-PIM "Aquabolt-XL" as in SAITPublic/PIMSimulator ini/HBM2_samsung_2M_16B_x64.ini
+    # (pim-simulators.md §2; hardware.md §5): tCK 1 ns, BL4 on a 64-bit PC (32 B), 16 banks per
+    # PC, one PIM block per 2 banks (8 per PC), 16 FP16 lanes, every PIM op costs tCCD_L.
+    tck = 1000
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=1,
+        nBL=2, nCL=20, nCWL=8, nRCDRD=14, nRCDWR=10, nRP=14, nRAS=33, nRC=47, nWR=16,
+        nRTP=5, nCCDS=2, nCCDL=4, nCCDR=0, nRRDS=4, nRRDL=6, nFAW=16, nWTRS=4, nWTRL=9,
+        nRTW=20 + 2 + 2 - 8,  # nCL + nBL + 2 - nCWL (no tRTW in the ini)
+        nPPD=0, nRFC=350, nRFCpb=160, nREFI=3900, nREFIpb=121, nRREFD=8,
+        nCCDAB=4,  # PIMSimulator issue #3: every PIM op is charged tCCD_L
+        nMACRD=4,  # ⚠ assumption: one more tCCD_L to drain the PU pipeline before readback
+    )
+    org = DramOrg(stacks=4, channels=8, pseudochannels=2, sids=1, bankgroups=4, banks=4,
+                  rows=16384, columns=32, access_bytes=32, dq_bits=64)
+    pim = PimConfig(banks_per_pu=2, lanes=16, dtype_bytes=2, gbuf_bytes=256,
+                    dual_row_buffer=False, pu_dtype="fp16")
+    return DramSpec(
+        name="samsung-hbm2-pim",
+        description="Samsung HBM2-PIM Aquabolt-XL: 1 PU per 2 banks, 16-lane FP16, 4 stacks",
+        org=org, timing=timing, bus_ck=_HBM2_BUS, pim=pim,
+        sources={
+            "timing": "SAITPublic/PIMSimulator ini/HBM2_samsung_2M_16B_x64.ini (RL 20, tRCD 14, "
+                      "tRP 14, tRAS 33, tRC 47, tFAW 16, tRFC 350, tREFI 3900)",
+            "org": "PIMSimulator README: 1 PIM block per 2 banks, 4 banks x 4 BG per PC; "
+                   "64-channel system = 4 stacks (system_hbm_64ch.ini)",
+            "nCCDAB": "PIMSimulator issue #3: each PIM op costs tCCD_L",
+            "pim.gbuf_bytes": "GRF_A 8 x 256-bit per PU (src/PIMBlock.h) = 256 B broadcast",
+            "nMACRD": "assumption (one tCCD_L pipeline drain)",
+        },
+    )
+
+
+def _attacc_hbm3_pim(power_constrained: bool) -> DramSpec:
+    # AttAcc bank-level HBM3-PIM (scale-snu/attacc_simulator pim_ramulator_src/HBM3-PIM.cpp,
+    # preset HBM3_5.2Gbps / _NPC, org HBM3_8Gb_2R; 5 stacks per device as in src/config.py).
+    tck = 769  # 1e6 / (5200 / 4)
+    ccdab = 6 if power_constrained else 4  # nCCDAB with / without the DRAM power constraint
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=1,
+        nBL=2, nCL=19, nCWL=6, nRCDRD=19, nRCDWR=19, nRP=19, nRAS=45, nRC=63, nWR=21,
+        nRTP=8,  # nRTPL (bank-level RD->PRE)
+        nCCDS=2, nCCDL=4, nCCDR=0, nRRDS=2, nRRDL=4, nFAW=39, nWTRS=8, nWTRL=11,
+        nRTW=19 + 2 + 2 - 6,  # AttAcc's rank-level RD->WR row: nCL + nBL + 2 - nCWL
+        nPPD=0,
+        nRFC=ns_to_ck(350, tck),  # AttAcc tRFC table, 8 Gb density -> 350 ns
+        nRFCpb=260, nREFI=5070, nREFIpb=ns_to_ck(122, tck),  # 8-Hi tREFISB 122 ns
+        nRREFD=11,
+        nCCDAB=ccdab,
+        nMACRD=4,  # ⚠ assumption: AttAcc's MVSB (move to softmax buffer) takes 4 tCK
+    )
+    org = DramOrg(stacks=5, channels=16, pseudochannels=2, sids=2, bankgroups=4, banks=4,
+                  rows=16384, columns=32, access_bytes=32, dq_bits=32)
+    pim = PimConfig(banks_per_pu=1, lanes=16, dtype_bytes=2, gbuf_bytes=2048,
+                    dual_row_buffer=False, pu_dtype="fp16")
+    suffix = "" if power_constrained else "-npc"
+    return DramSpec(
+        name=f"attacc-hbm3-pim{suffix}",
+        description=("AttAcc bank-level HBM3-PIM 5.2 Gb/s, MAC every "
+                     f"{ccdab} CK ({'with' if power_constrained else 'no'} power constraint)"),
+        org=org, timing=timing, bus_ck=_HBM2_BUS, pim=pim,
+        sources={
+            "timing": "attacc_simulator pim_ramulator_src/HBM3-PIM.cpp HBM3_5.2Gbps"
+                      + ("" if power_constrained else "_NPC"),
+            "org": "AttAcc HBM3_8Gb_2R: 16 ch x 2 PC x 2 ranks x 4 BG x 4 banks; 5 stacks",
+            "nCCDAB": "AttAcc nCCDAB 6 (power constraint) / 4 (NPC)",
+            "pim.gbuf_bytes": "⚠ assumption: 2 KB global buffer, as SK hynix AiM's per channel",
+            "nMACRD": "⚠ assumption: AttAcc trace generator MVSB = 4 tCK",
+        },
+    )
+
+
+def _b200_hbm3e_pim(power_constrained: bool) -> DramSpec:
+    base = _hbm3e_8000()
+    # One 16-lane BF16 PU per bank (bank-level PIM as AttAcc/AiM; hardware.md §5 "B200 HBM3E-PIM
+    # variant", derived). Uncapped, every bank delivers a burst per tCCD_L (nCCDAB = nCCDL = 5):
+    # 32 banks x 32 B / 2.5 ns = 410 GB/s per PC = 12.8x external. Power-limited: AttAcc's capped
+    # / uncapped MAC spacing ratio 6/4 applied to nCCDL -> ceil(7.5) = 8 CK (4 ns), 8x external.
+    ccdab = math.ceil(base.timing.nCCDL * 6 / 4) if power_constrained else base.timing.nCCDL
+    timing = replace(base.timing, nCCDAB=ccdab,
+                     nMACRD=base.timing.nCCDL)  # ⚠ assumption: one tCCD_L pipeline drain
+    pim = PimConfig(banks_per_pu=1, lanes=16, dtype_bytes=2, gbuf_bytes=2048,
+                    dual_row_buffer=True, pu_dtype="bf16")
+    suffix = "" if power_constrained else "-npc"
+    return DramSpec(
+        name=f"b200-hbm3e-pim{suffix}",
+        description=("B200-style HBM3E-PIM: 8 stacks, one 16-lane BF16 PU per bank, all-bank "
+                     f"MAC every {ccdab} CK ({'power-limited' if power_constrained else 'no cap'}"
+                     "), dual row buffers"),
+        org=base.org, timing=timing, bus_ck=base.bus_ck, pim=pim,
+        sources={
+            **base.sources,
+            "nCCDAB": ("derived: AttAcc power-constrained/unconstrained MAC spacing 6/4 x nCCDL"
+                       if power_constrained else "derived: nCCDL (one burst per bank per "
+                       "tCCD_L)"),
+            "pim": "hardware.md §5 derived B200 HBM3E-PIM variant; dual row buffers as NeuPIMs "
+                   "(seed §7 'dual row buffers in NeuPIMs')",
+            "pim.gbuf_bytes": "⚠ assumption: 2 KB global buffer per PC, as SK hynix AiM",
+            "nMACRD": "⚠ assumption: one tCCD_L pipeline drain",
+        },
+    )
+
+
+PRESETS: dict[str, DramSpec] = {
+    s.name: s
+    for s in (
+        _b200_hbm3e_pim(True),
+        _b200_hbm3e_pim(False),
+        _hbm3e_8000(),
+        _hbm3_6400(),
+        _hbm2_2000(),
+        _attacc_hbm3_pim(True),
+        _attacc_hbm3_pim(False),
+        _samsung_hbm2_pim(),
+    )
+}
+DEFAULT_SPEC = "b200-hbm3e-pim"
+
+
+def get_spec(name_or_spec: str | DramSpec, overrides: Mapping[str, Any] | None = None
+             ) -> DramSpec:
+    """Return a preset (or a spec file path ending in .json/.toml), with optional overrides."""
+    if isinstance(name_or_spec, DramSpec):
+        spec = name_or_spec
+    elif isinstance(name_or_spec, str) and name_or_spec.lower().endswith((".json", ".toml")):
+        spec = load_spec(name_or_spec)
+    else:
+        spec = lookup(PRESETS, name_or_spec, "DRAM spec")
+    return spec.override(overrides) if overrides else spec
+
+
+def load_spec(path: str | Path) -> DramSpec:
+    """Load a spec from JSON or TOML: ``{"base": "hbm3-6400", "name": ..., "overrides": {...}}``.
+
+    Top-level keys other than ``base`` and ``overrides`` are treated as overrides too.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"DRAM spec file {str(p)!r}: cannot read ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"DRAM spec file {str(p)!r}: not valid {p.suffix[1:].upper()}: "
+                          f"{exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"DRAM spec file {str(p)!r}: expected a table/object at top level")
+    data = dict(data)
+    base = data.pop("base", None)
+    if base is None:
+        raise ConfigError(f"DRAM spec file {str(p)!r}: missing 'base' (one of: "
+                          f"{choices(PRESETS)})")
+    overrides = dict(data.pop("overrides", {}) or {})
+    overrides.update(data)
+    overrides.setdefault("name", p.stem)
+    try:
+        return get_spec(base, overrides)
+    except ConfigError as exc:
+        raise ConfigError(f"DRAM spec file {str(p)!r}: {exc}") from None

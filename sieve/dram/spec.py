@@ -1,0 +1,531 @@
+"""DRAM and HBM-PIM specifications: organisation, timing and PIM units (frozen dataclasses).
+
+This module owns the *data* that the cycle-accurate engine (:mod:`sieve.dram.device`,
+``sieve._dram``) runs on. It must not simulate anything. A :class:`DramSpec` is frozen;
+variants are made with :meth:`DramSpec.override` (or :func:`sieve.dram.presets.load_spec` from
+a JSON/TOML file), never by mutation.
+
+Conventions
+    * ``n*`` timing fields are in memory-clock cycles (CK), as in JEDEC and Ramulator; ``tCK_ps``
+      is the CK period in picoseconds. Values in nanoseconds appear only in the derivation
+      helpers and are converted by :func:`ns_to_ck` (JEDEC rounding: ceil).
+    * The engine works in *ticks*: ``ticks_per_ck`` ticks per CK (2 for HBM3/HBM3E, which issue
+      row commands on both clock edges; 1 for HBM2). :meth:`DramSpec.resolved_constraints` is the
+      single place where CK become ticks.
+    * A command is recorded at its first tick. A command that occupies its command bus for
+      several ticks takes effect on its last tick, so a constraint between a multi-tick
+      preceding command ``p`` and following command ``f`` is adjusted by ``(occ(p) - 1) -
+      (occ(f) - 1)`` ticks (the Ramulator 2.1 convention, ``python/ramulator/dram/spec.py``).
+    * Timing constraints are declarative rows ``(level, preceding, following, latency, window,
+      sibling)``: after ``p`` issues at a node of ``level``, ``f`` may not issue at that node
+      (or, with ``sibling=True``, at its sibling nodes) until ``latency`` ticks after the
+      ``window``-th most recent ``p`` (rows: :mod:`sieve.dram.constraints`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from sieve.dram.commands import (
+    BUS_COL,
+    BUS_ROW,
+    COMMAND_INDEX,
+    COMMANDS,
+    LEVEL_INDEX,
+    LEVELS,
+    PIM_COMMANDS,
+)
+from sieve.dram.constraints import (
+    DRAM_CONSTRAINTS,
+    PIM_CONSTRAINTS,
+    SHARED_BUFFER_CONSTRAINTS,
+    ResolvedConstraint,
+    TimingConstraint,
+    evaluate_latency,
+)
+from sieve.errors import ConfigError, choices
+
+__all__ = ["DramOrg", "DramSpec", "DramTiming", "PimConfig", "ns_to_ck"]
+
+
+# --------------------------------------------------------------------------------------------
+# Spec dataclasses
+# --------------------------------------------------------------------------------------------
+
+
+def ns_to_ck(ns: float, tCK_ps: int) -> int:
+    """Convert a time in ns to CK cycles with JEDEC rounding (round up, 1 ps tolerance)."""
+    return max(0, math.ceil((ns * 1000.0 - 1.0) / tCK_ps))
+
+
+@dataclass(frozen=True, slots=True)
+class DramOrg:
+    """Organisation of the memory system. Counts are per parent level."""
+
+    stacks: int  # HBM stacks attached to one GPU
+    channels: int  # independent channels per stack
+    pseudochannels: int  # pseudo-channels per channel (each has its own 32/64-bit data bus)
+    sids: int  # stack IDs (rank-like) per pseudo-channel; 1 for HBM2 and 4-Hi HBM3
+    bankgroups: int  # bank groups per SID
+    banks: int  # banks per bank group
+    rows: int  # rows per bank
+    columns: int  # column (burst) addresses per row
+    access_bytes: int  # bytes moved by one column command (one burst)
+    dq_bits: int  # data-bus width of one pseudo-channel
+
+    @property
+    def total_channels(self) -> int:
+        return self.stacks * self.channels
+
+    @property
+    def total_pseudochannels(self) -> int:
+        return self.total_channels * self.pseudochannels
+
+    @property
+    def banks_per_pc(self) -> int:
+        return self.sids * self.bankgroups * self.banks
+
+    @property
+    def row_bytes(self) -> int:
+        return self.columns * self.access_bytes
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.total_pseudochannels * self.banks_per_pc * self.rows * self.row_bytes
+
+
+# Timing fields in CK cycles (JEDEC names). nCCDAB and nMACRD are PIM-only (0 = no PIM).
+_TIMING_DOC = {
+    "nBL": "burst length on the data bus",
+    "nCL": "read latency (RL)",
+    "nCWL": "write latency (WL)",
+    "nRCDRD": "ACT to RD",
+    "nRCDWR": "ACT to WR",
+    "nRP": "PRE to ACT",
+    "nRAS": "ACT to PRE",
+    "nRC": "ACT to ACT, same bank",
+    "nWR": "write recovery",
+    "nRTP": "RD to PRE",
+    "nCCDS": "column to column, different bank group",
+    "nCCDL": "column to column, same bank group",
+    "nCCDR": "column to column, different SID",
+    "nRRDS": "ACT to ACT, different bank group",
+    "nRRDL": "ACT to ACT, same bank group",
+    "nFAW": "four-activate window",
+    "nWTRS": "write to read, different bank group",
+    "nWTRL": "write to read, same bank group",
+    "nRTW": "read to write turnaround",
+    "nPPD": "PRE to PRE",
+    "nRFC": "all-bank refresh cycle",
+    "nRFCpb": "per-bank refresh cycle",
+    "nREFI": "all-bank refresh interval",
+    "nREFIpb": "per-bank refresh interval",
+    "nRREFD": "REFpb to REFpb/ACT, other bank",
+    "nCCDAB": "PIM all-bank MAC to MAC (power-limited)",
+    "nMACRD": "last MAC to result readback (PU pipeline)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DramTiming:
+    """Timing parameters in CK cycles plus the clock period and tick resolution."""
+
+    tCK_ps: int
+    ticks_per_ck: int
+    nBL: int
+    nCL: int
+    nCWL: int
+    nRCDRD: int
+    nRCDWR: int
+    nRP: int
+    nRAS: int
+    nRC: int
+    nWR: int
+    nRTP: int
+    nCCDS: int
+    nCCDL: int
+    nCCDR: int
+    nRRDS: int
+    nRRDL: int
+    nFAW: int
+    nWTRS: int
+    nWTRL: int
+    nRTW: int
+    nPPD: int
+    nRFC: int
+    nRFCpb: int
+    nREFI: int
+    nREFIpb: int
+    nRREFD: int
+    nCCDAB: int = 0
+    nMACRD: int = 0
+
+    def values(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class PimConfig:
+    """Processing units attached to the banks of every pseudo-channel."""
+
+    banks_per_pu: int  # 1: one PU per bank; 2: one PU per bank pair (Samsung Aquabolt-XL)
+    lanes: int  # SIMD lanes per PU
+    dtype_bytes: int  # operand size (2 = FP16/BF16)
+    gbuf_bytes: int  # global (input-vector) buffer per pseudo-channel
+    dual_row_buffer: bool  # PIM and normal accesses have separate row buffers (NeuPIMs)
+    pu_dtype: str = "bf16"
+
+    def pus_per_pc(self, org: DramOrg) -> int:
+        return org.banks_per_pc // self.banks_per_pu
+
+
+@dataclass(frozen=True)
+class DramSpec:
+    """A complete memory (and optional PIM) specification. Frozen; see :meth:`override`."""
+
+    name: str
+    description: str
+    org: DramOrg
+    timing: DramTiming
+    bus_ck: Mapping[str, float]  # command-bus occupancy in CK for commands other than 1 CK
+    pim: PimConfig | None = None
+    refresh: str = "allbank"  # "allbank" (REFab per PC every nREFI) or "perbank"
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    # ---- derived quantities --------------------------------------------------------------
+    @property
+    def tCK_ns(self) -> float:
+        return self.timing.tCK_ps / 1000.0
+
+    @property
+    def tick_ns(self) -> float:
+        return self.timing.tCK_ps / 1000.0 / self.timing.ticks_per_ck
+
+    @property
+    def pc_peak_bytes_per_ns(self) -> float:
+        """Peak data-bus bandwidth of one pseudo-channel (one burst per nBL)."""
+        return self.org.access_bytes / (self.timing.nBL * self.tCK_ns)
+
+    @property
+    def peak_bandwidth_gbs(self) -> float:
+        """Peak external bandwidth of all pseudo-channels, GB/s (decimal)."""
+        return self.pc_peak_bytes_per_ns * self.org.total_pseudochannels
+
+    @property
+    def pim_internal_bandwidth_gbs(self) -> float:
+        """Peak PIM bandwidth (all PUs read one burst per nCCDAB), GB/s, all PCs."""
+        if self.pim is None:
+            return 0.0
+        per_mac = self.pim.pus_per_pc(self.org) * self.org.access_bytes
+        return per_mac / (self.timing.nCCDAB * self.tCK_ns) * self.org.total_pseudochannels
+
+    @property
+    def pim_peak_tflops(self) -> float:
+        """Peak PIM throughput: 2 FLOP per weight element at the internal bandwidth."""
+        if self.pim is None:
+            return 0.0
+        return self.pim_internal_bandwidth_gbs / self.pim.dtype_bytes * 2 / 1e3
+
+    # ---- constraint rows -------------------------------------------------------------------
+    def constraints(self) -> tuple[TimingConstraint, ...]:
+        """The declarative timing rows that apply to this spec (bus rows not included)."""
+        rows = DRAM_CONSTRAINTS
+        if self.pim is not None:
+            rows = rows + PIM_CONSTRAINTS
+            if not self.pim.dual_row_buffer:
+                rows = rows + SHARED_BUFFER_CONSTRAINTS
+        return rows
+
+    def command_names(self) -> tuple[str, ...]:
+        names = tuple(c.name for c in COMMANDS)
+        if self.pim is None:
+            names = tuple(n for n in names if n not in PIM_COMMANDS)
+        return names
+
+    def bus_ticks(self, cmd: str) -> int:
+        """Ticks the command occupies its command bus."""
+        tpc = self.timing.ticks_per_ck
+        occ = self.bus_ck.get(cmd, 1.0) * tpc
+        if abs(occ - round(occ)) > 1e-9:
+            raise ConfigError(
+                f"DRAM spec {self.name!r}: bus occupancy of {cmd} ({self.bus_ck.get(cmd)} CK) is "
+                f"not a whole number of ticks at ticks_per_ck={tpc}"
+            )
+        return int(round(occ))
+
+    def resolved_constraints(self) -> list[ResolvedConstraint]:
+        """All rows as (level, prev, next, latency in ticks, window, sibling), bus rows first.
+
+        This is the single place where CK are converted to ticks.
+        """
+        values = self.timing.values()
+        tpc = self.timing.ticks_per_ck
+        known = set(self.command_names())
+        out: list[ResolvedConstraint] = []
+        # Command-bus occupancy: a command blocks every command on the same bus of its channel.
+        for bus in (BUS_ROW, BUS_COL):
+            on_bus = [c for c in COMMANDS if c.bus == bus and c.name in known]
+            for p in on_bus:
+                occ = self.bus_ticks(p.name)
+                for f in on_bus:
+                    out.append(ResolvedConstraint(
+                        0, COMMAND_INDEX[p.name], COMMAND_INDEX[f.name], occ, 1, False,
+                        f"{'row' if bus == BUS_ROW else 'column'} command bus ({p.name})",
+                    ))
+        for tc in self.constraints():
+            nominal = evaluate_latency(tc.latency, values, self.name) * tpc
+            for p in tc.preceding:
+                if p not in known:
+                    continue
+                for f in tc.following:
+                    if f not in known:
+                        continue
+                    lat = nominal + (self.bus_ticks(p) - 1) - (self.bus_ticks(f) - 1)
+                    if lat <= 0:
+                        continue  # a zero timing (e.g. nPPD on HBM2) means "no constraint"
+                    out.append(ResolvedConstraint(
+                        LEVEL_INDEX[tc.level], COMMAND_INDEX[p], COMMAND_INDEX[f], lat,
+                        tc.window, tc.sibling, tc.latency,
+                    ))
+        return out
+
+    # ---- engine arrays ---------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, Any]:
+        """Flat int arrays for ``sieve._dram`` (the spec -> engine boundary).
+
+        Returns a dict with level counts, per-command metadata, the constraint table in CSR form
+        keyed by (level, preceding command) and the scalar timings the controllers need (ticks).
+        """
+        self.validate()
+        org, t = self.org, self.timing
+        tpc = t.ticks_per_ck
+        n_cmd = len(COMMANDS)
+        rows = self.resolved_constraints()
+        # Rows with the same (level, preceding, following, window, sibling) collapse to the
+        # largest latency (max-folding them one by one gives the same ready times). Within a
+        # (level, preceding) group the plain rows (window 1, not sibling) come first, so the
+        # engine's hot loop can fold them without branches (cons_nplain counts them).
+        merged: dict[tuple[int, int, int, int, bool], int] = {}
+        for r in rows:
+            key = (r.level, r.preceding, r.following, r.window, r.sibling)
+            merged[key] = max(merged.get(key, 0), r.latency)
+        keyed: dict[tuple[int, int], list[tuple[int, int, int, bool]]] = {}
+        for (lv, p, f, w, sb), latency in merged.items():
+            keyed.setdefault((lv, p), []).append((f, latency, w, sb))
+        ptr = np.zeros(len(LEVELS) * n_cmd + 1, dtype=np.int32)
+        nplain = np.zeros(len(LEVELS) * n_cmd, dtype=np.int32)
+        nxt, lat, win, sib = [], [], [], []
+        for lv in range(len(LEVELS)):
+            for c in range(n_cmd):
+                group = sorted(keyed.get((lv, c), []), key=lambda g: (g[2] > 1 or g[3], g[0]))
+                nplain[lv * n_cmd + c] = sum(1 for g in group if g[2] == 1 and not g[3])
+                for f, latency, w, sb in group:
+                    nxt.append(f)
+                    lat.append(latency)
+                    win.append(w)
+                    sib.append(int(sb))
+                ptr[lv * n_cmd + c + 1] = len(nxt)
+        # History slots: (level, cmd) pairs that precede a windowed row keep their last W issues.
+        hist_slot = np.full(len(LEVELS) * n_cmd, -1, dtype=np.int32)
+        n_slots = np.zeros(len(LEVELS), dtype=np.int32)
+        max_window = max([r.window for r in rows] + [1])
+        for r in rows:
+            if r.window > 1 and hist_slot[r.level * n_cmd + r.preceding] < 0:
+                hist_slot[r.level * n_cmd + r.preceding] = n_slots[r.level]
+                n_slots[r.level] += 1
+        align = np.array(
+            [tpc if c.bus == BUS_COL else 1 for c in COMMANDS], dtype=np.int32
+        )  # column commands issue on a rising clock edge only (Ramulator 2.1 HBM3 controller)
+        pim_on = self.pim is not None
+        return {
+            "counts": np.array(
+                [org.total_channels, org.pseudochannels, org.sids, org.bankgroups, org.banks],
+                dtype=np.int32,
+            ),
+            "rows": int(org.rows),
+            "columns": int(org.columns),
+            "n_cmd": n_cmd,
+            "cmd_scope": np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int32),
+            "cmd_kind": np.array([c.kind for c in COMMANDS], dtype=np.int32),
+            "cmd_buffer": np.array(
+                [c.buffer if (pim_on and self.pim.dual_row_buffer) else 0 for c in COMMANDS],
+                dtype=np.int32,
+            ),
+            "cmd_align": align,
+            "cmd_enabled": np.array(
+                [int(c.name in self.command_names()) for c in COMMANDS], dtype=np.int32
+            ),
+            "cons_ptr": ptr,
+            "cons_nplain": nplain,
+            "cons_next": np.array(nxt, dtype=np.int32),
+            "cons_lat": np.array(lat, dtype=np.int64),
+            "cons_win": np.array(win, dtype=np.int32),
+            "cons_sib": np.array(sib, dtype=np.int32),
+            "hist_slot": hist_slot,
+            "n_slots": n_slots,
+            "max_window": int(max_window),
+            "ticks_per_ck": int(tpc),
+            "read_latency": int((t.nCL + t.nBL) * tpc),
+            "write_latency": int((t.nCWL + t.nBL) * tpc),
+            "nREFI": int(t.nREFI * tpc),
+            "nREFIpb": int(t.nREFIpb * tpc),
+            "refresh_perbank": int(self.refresh == "perbank"),
+        }
+
+    # ---- validation and overrides ----------------------------------------------------------
+    def validate(self) -> DramSpec:
+        """Reject impossible values; returns self so calls can be chained."""
+        who = f"DRAM spec {self.name!r}"
+        for f_ in fields(DramOrg):
+            v = getattr(self.org, f_.name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"{who}: org.{f_.name} must be a positive integer, got {v!r}")
+        for name in ("pseudochannels", "sids", "bankgroups", "banks", "rows", "columns",
+                     "access_bytes"):
+            v = getattr(self.org, name)
+            if v & (v - 1):
+                raise ConfigError(f"{who}: org.{name} must be a power of two, got {v}")
+        for name, v in self.timing.values().items():
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise ConfigError(f"{who}: timing {name} must be an integer, got {v!r}")
+            if v < 0:
+                raise ConfigError(f"{who}: timing {name} must be >= 0 cycles, got {v}")
+        t = self.timing
+        for name in ("tCK_ps", "ticks_per_ck", "nBL", "nCL", "nREFI", "nRFC"):
+            if getattr(t, name) < 1:
+                raise ConfigError(f"{who}: timing {name} must be >= 1, got {getattr(t, name)}")
+        if t.nRFC >= t.nREFI:
+            raise ConfigError(
+                f"{who}: impossible refresh timing: nRFC ({t.nRFC}) >= nREFI ({t.nREFI})"
+            )
+        if self.refresh not in ("allbank", "perbank"):
+            raise ConfigError(f"{who}: refresh must be 'allbank' or 'perbank', got "
+                              f"{self.refresh!r}")
+        if self.refresh == "perbank" and t.nREFIpb < 1:
+            raise ConfigError(f"{who}: per-bank refresh needs nREFIpb >= 1")
+        for cmd, ck in self.bus_ck.items():
+            if cmd not in COMMAND_INDEX:
+                raise ConfigError(f"{who}: bus_ck names unknown command {cmd!r} "
+                                  f"(known: {choices(COMMAND_INDEX)})")
+            if ck <= 0:
+                raise ConfigError(f"{who}: bus occupancy of {cmd} must be > 0 CK, got {ck}")
+            self.bus_ticks(cmd)
+        if self.pim is not None:
+            p = self.pim
+            if p.banks_per_pu < 1 or self.org.banks_per_pc % p.banks_per_pu:
+                raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must divide the "
+                                  f"{self.org.banks_per_pc} banks of a pseudo-channel")
+            for name in ("lanes", "dtype_bytes", "gbuf_bytes"):
+                if getattr(p, name) < 1:
+                    raise ConfigError(f"{who}: pim.{name} must be >= 1")
+            if p.gbuf_bytes % self.org.access_bytes:
+                raise ConfigError(f"{who}: pim.gbuf_bytes ({p.gbuf_bytes}) must be a multiple of "
+                                  f"the {self.org.access_bytes}-byte burst")
+            if t.nCCDAB < 1:
+                raise ConfigError(f"{who}: a PIM spec needs nCCDAB >= 1")
+        for tc in self.constraints():
+            evaluate_latency(tc.latency, t.values(), self.name)
+        return self
+
+    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> DramSpec:
+        """Return a copy with some values replaced.
+
+        Keys are timing names (``nRCDRD``, ``tCK_ps``, ...), organisation names (``stacks``,
+        ``channels``, ``rows``, ...), PIM names prefixed with ``pim.`` (``pim.gbuf_bytes``), or
+        ``name``, ``description``, ``refresh``, ``pim`` (``None`` removes the PIM units) and
+        ``bus_ck.<CMD>``. Unknown keys raise :class:`ConfigError` listing the valid ones.
+        """
+        items = dict(values or {})
+        items.update(kw)
+        org_kw, tim_kw, pim_kw, top_kw, bus = {}, {}, {}, {}, dict(self.bus_ck)
+        org_names = {f.name for f in fields(DramOrg)}
+        tim_names = {f.name for f in fields(DramTiming)}
+        pim_names = {f.name for f in fields(PimConfig)}
+        for key, v in items.items():
+            if key in tim_names:
+                tim_kw[key] = v
+            elif key in org_names:
+                org_kw[key] = v
+            elif key.startswith("pim.") and key[4:] in pim_names:
+                pim_kw[key[4:]] = v
+            elif key.startswith("bus_ck."):
+                bus[key[7:]] = v
+            elif key in ("name", "description", "refresh", "pim"):
+                top_kw[key] = v
+            else:
+                valid = (sorted(tim_names) + sorted(org_names)
+                         + [f"pim.{n}" for n in sorted(pim_names)]
+                         + ["bus_ck.<CMD>", "description", "name", "pim", "refresh"])
+                raise ConfigError(f"DRAM spec {self.name!r}: unknown override {key!r} "
+                                  f"(valid: {', '.join(valid)})")
+        pim = top_kw.pop("pim", self.pim)
+        if pim_kw:
+            if pim is None:
+                raise ConfigError(f"DRAM spec {self.name!r}: has no PIM units, cannot set "
+                                  f"{', '.join('pim.' + k for k in pim_kw)}")
+            pim = replace(pim, **pim_kw)
+        new = replace(
+            self,
+            org=replace(self.org, **org_kw),
+            timing=replace(self.timing, **tim_kw),
+            pim=pim,
+            bus_ck=bus,
+            **top_kw,
+        )
+        return new.validate()
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """Rows (name, value with unit, meaning) for ``sieve specs NAME``."""
+        o, t = self.org, self.timing
+        rows: list[tuple[str, str, str]] = [
+            ("name", self.name, self.description),
+            ("stacks", str(o.stacks), "HBM stacks per GPU"),
+            ("channels", str(o.channels), "channels per stack"),
+            ("pseudochannels", str(o.pseudochannels), "pseudo-channels per channel"),
+            ("sids", str(o.sids), "stack IDs per pseudo-channel"),
+            ("bankgroups", str(o.bankgroups), "bank groups per SID"),
+            ("banks", str(o.banks), "banks per bank group"),
+            ("rows", str(o.rows), "rows per bank"),
+            ("columns", str(o.columns), "burst columns per row"),
+            ("access_bytes", f"{o.access_bytes} B", "bytes per burst"),
+            ("dq_bits", f"{o.dq_bits} bit", "pseudo-channel data width"),
+            ("row size", f"{o.row_bytes} B", "derived"),
+            ("capacity", f"{o.capacity_bytes / 2**30:.1f} GiB", "derived"),
+            ("tCK_ps", f"{t.tCK_ps} ps", "CK period"),
+            ("ticks_per_ck", str(t.ticks_per_ck), "engine ticks per CK"),
+        ]
+        for name, v in t.values().items():
+            if name in ("tCK_ps", "ticks_per_ck"):
+                continue
+            if self.pim is None and name in ("nCCDAB", "nMACRD"):
+                continue
+            rows.append((name, f"{v} CK = {v * t.tCK_ps / 1000:.2f} ns", _TIMING_DOC[name]))
+        rows.append(("refresh", self.refresh, "refresh mode"))
+        rows.append(("peak bandwidth", f"{self.peak_bandwidth_gbs:.1f} GB/s", "derived, all PCs"))
+        if self.pim is not None:
+            p = self.pim
+            rows += [
+                ("pim.banks_per_pu", str(p.banks_per_pu), "banks sharing one PU"),
+                ("pim.PUs per PC", str(p.pus_per_pc(o)), "derived"),
+                ("pim.lanes", str(p.lanes), f"SIMD lanes ({p.pu_dtype})"),
+                ("pim.gbuf_bytes", f"{p.gbuf_bytes} B", "global buffer per PC"),
+                ("pim.dual_row_buffer", str(p.dual_row_buffer), "separate PIM row buffers"),
+                ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
+                 f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
+                 "external"),
+                ("PIM peak", f"{self.pim_peak_tflops:.1f} TFLOPS", "derived"),
+            ]
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (recorded next to results)."""
+        d = dataclasses.asdict(self)
+        d["bus_ck"] = dict(self.bus_ck)
+        d["sources"] = dict(self.sources)
+        return d

@@ -1,0 +1,250 @@
+"""Decode attention on PIM: score GEMV, softmax on the GPU, value GEMV (per request, per head).
+
+Work unit: a *slice* = one request's cache for one KV head. Its score GEMV is ``s = K q``
+(``K``: ``tokens x d_k``; one vector per query head sharing the KV head), its value GEMV is
+``o = V^T p`` (``V^T``: ``d_v x tokens``; one vector per query head). Both use the 2-D layout
+of :mod:`sieve.pim` over the slice's PC group (column groups chosen with the analytic
+estimate, since cache lengths vary per request), so a request's cache is spread across the
+channels of its group (seed §7 "distributing KV cache across PIM channels", Heo et al. 2024;
+AttAcc maps one head per channel, pim-simulators.md §3). Slices are spread over PC groups of
+``pcs_per_slice`` PCs, longest first onto the least-loaded group (LPT on the estimate).
+
+Softmax runs on the GPU between the two GEMVs (the seed's PUs only multiply-accumulate;
+AttAcc's in-PIM softmax unit is not part of the modelled PU): every score is read back, one
+GPU step (:mod:`sieve.pim.host`) computes the softmax of the whole batch, and the value GEMVs
+start after it on every PC (a barrier: simulated exactly in two passes). Value partial sums
+are reduced in the GPU step that consumes the output (bytes only, the ``tail_ns``).
+
+Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
+
+* ``full``: GQA, ``tokens`` = context length, ``d_k = d_v = head_dim``.
+* ``sliding``: as full with ``tokens = min(context, window)``.
+* ``mla``: absorbed-weight decode over the latent cache: one slice per request with
+  ``d_k = kv_lora_rank + qk_rope_head_dim``, ``d_v = kv_lora_rank`` and all ``n_heads``
+  query heads as vectors (the up-projections are absorbed into q and o on the GPU).
+* ``gdn``: a fixed recurrent state per sequence that must be *updated* every token (a
+  rank-1 read-modify-write of the whole state); the modelled PUs cannot write results back
+  into the array, so Gated-DeltaNet layers stay on the GPU: state read + write at the GPU's
+  calibrated HBM rate (:func:`gdn_decode_gpu_ns`). ``on_pim`` is False for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sieve.dram.device import GemvKernel, PimResult, run_pim
+from sieve.dram.presets import get_spec
+from sieve.dram.spec import DramSpec
+from sieve.errors import ConfigError
+from sieve.pim.host import gpu_step
+from sieve.pim.layout import GemvLayout, estimate_kernel_ns, gemv_layout
+
+__all__ = [
+    "AttentionPimResult",
+    "AttentionSlice",
+    "attention_slices",
+    "default_pcs_per_slice",
+    "gdn_decode_gpu_ns",
+    "run_attention",
+]
+
+
+@dataclass(frozen=True)
+class AttentionSlice:
+    """One request's cache for one KV (or latent) head."""
+
+    request: int
+    head: int
+    tokens: int  # cached tokens read this step
+    n_q: int  # query heads sharing the cache (vectors of both GEMVs)
+    d_k: int  # score GEMV columns
+    d_v: int  # value GEMV rows
+
+
+@dataclass(frozen=True)
+class AttentionPimResult:
+    """One layer's decode attention for a batch."""
+
+    layer_type: str
+    on_pim: bool
+    time_ns: float  # PIM: until the last value result is read back (0 when not on PIM)
+    score_ns: float  # end of the score phase (all PCs)
+    softmax_ns: float  # GPU step between the phases
+    tail_ns: float  # GPU work after the last readback (partial sums)
+    gpu_ns: float  # work that stays on the GPU (Gated-DeltaNet layers)
+    n_slices: int
+    pcs_per_slice: int
+    kv_bytes: int  # cache bytes read (state bytes for gdn)
+    padding: float  # padding fraction of streamed bytes
+    pim: PimResult | None
+
+    @property
+    def total_ns(self) -> float:
+        return self.time_ns + self.tail_ns + self.gpu_ns
+
+    @property
+    def imbalance(self) -> float:
+        return self.pim.imbalance if self.pim is not None else 1.0
+
+
+def _lens(who: str, context_lens) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(context_lens))
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu" or (arr < 1).any():
+        raise ConfigError(f"{who}: context_lens must be a non-empty 1-D array of integers "
+                          f">= 1 (one per request), got {context_lens!r}")
+    return arr.astype(np.int64)
+
+
+def attention_slices(model, layer: int, context_lens: Sequence[int]) -> list[AttentionSlice]:
+    """The slices of ``layer`` for requests with these context lengths (tokens in the cache,
+    the new one included). Empty for Gated-DeltaNet layers."""
+    from sieve.model.moe import get_model
+
+    m = get_model(model) if isinstance(model, str) else model
+    t = m._layer_type(layer)
+    lens = _lens(f"PIM attention ({m.name})", context_lens)
+    if t == "gdn":
+        return []
+    a = m.attention
+    out = []
+    for r, n in enumerate(lens):
+        n = int(n)
+        if t == "mla":
+            out.append(AttentionSlice(r, 0, n, a.n_heads, a.kv_lora_rank + a.qk_rope_head_dim,
+                                      a.kv_lora_rank))
+            continue
+        if t == "sliding":
+            n = min(n, int(m.sliding_window))
+        g = a.n_heads // a.n_kv_heads
+        out += [AttentionSlice(r, h, n, g, a.head_dim, a.head_dim)
+                for h in range(a.n_kv_heads)]
+    return out
+
+
+def default_pcs_per_slice(spec: DramSpec | str, n_slices: int) -> int:
+    """The largest power of two <= PCs / slices that divides the PC count (>= 1)."""
+    p = get_spec(spec).org.total_pseudochannels
+    g = 1
+    while g * 2 <= p // max(n_slices, 1) and p % (g * 2) == 0:
+        g *= 2
+    return g
+
+
+def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
+                      state_dtype: str = "bf16") -> float:
+    """Gated-DeltaNet decode of ``batch`` sequences on the GPU (ns): read and write every
+    sequence's recurrent + conv state once (``2 x`` :meth:`MoeModel.recurrent_state_bytes`),
+    ``8 n_v d_k d_v`` FLOP per sequence (two state GEMVs and the rank-1 update), one kernel
+    (:func:`sieve.hw.gpu.kernel_time_s`)."""
+    from sieve.hw.gpu import get_calibration, kernel_time_s
+    from sieve.hw.presets import get_gpu
+    from sieve.model.moe import get_model
+
+    m = get_model(model) if isinstance(model, str) else model
+    if m._layer_type(layer) != "gdn":
+        raise ConfigError(f"GDN decode: layer {layer} of {m.name!r} is "
+                          f"{m.layer_types[layer]!r}, not 'gdn'")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ConfigError(f"GDN decode: batch must be an integer >= 1, got {batch!r}")
+    g = get_gpu(gpu)
+    cal = get_calibration(g)
+    la = m.linear_attention
+    nbytes = 2 * batch * m.recurrent_state_bytes(layer, state_dtype)
+    flops = 8.0 * batch * la.n_v_heads * la.qk_head_dim * la.v_head_dim
+    comp = flops / (cal.eta_c_bf16 * g.peak_tflops("bf16") * 1e12)
+    return kernel_time_s(nbytes, comp, gpu=g, t0_s=cal.t0_gemm_bf16_s) * 1e9
+
+
+def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,
+                  pcs_per_slice: int | None = None, gpu: str = "b200",
+                  gpu_fixed_ns: float | None = None, kv_bytes: int | None = None,
+                  log: bool = False) -> AttentionPimResult:
+    """Decode attention of ``layer`` for one step of a batch (one new token per request).
+
+    Args:
+        spec: PIM spec.
+        model: model preset name or :class:`MoeModel`.
+        layer: layer index (its type picks the lowering).
+        context_lens: per request, tokens in the cache including the new one.
+        pcs_per_slice: PCs per slice group (default :func:`default_pcs_per_slice`).
+        gpu, gpu_fixed_ns: the GPU step for softmax (:mod:`sieve.pim.host`).
+        kv_bytes: bytes per cached element (default: the PU operand size).
+        log: keep the engine's command log.
+    """
+    from sieve.model.moe import get_model
+
+    spec = get_spec(spec)
+    m = get_model(model) if isinstance(model, str) else model
+    t = m._layer_type(layer)
+    lens = _lens(f"PIM attention ({m.name})", context_lens)
+    if t == "gdn":
+        ns = gdn_decode_gpu_ns(m, layer, int(lens.size), gpu=gpu)
+        return AttentionPimResult(t, False, 0.0, 0.0, 0.0, 0.0, ns, 0, 0,
+                                  int(lens.size) * m.recurrent_state_bytes(layer), 0.0, None)
+    wb = spec.pim.dtype_bytes if kv_bytes is None else kv_bytes
+    step = gpu_step(gpu, gpu_fixed_ns)
+    slices = attention_slices(m, layer, lens)
+    n_pcs = spec.org.total_pseudochannels
+    g = default_pcs_per_slice(spec, len(slices)) if pcs_per_slice is None else pcs_per_slice
+    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1 or n_pcs % g:
+        raise ConfigError(f"PIM attention: pcs_per_slice must divide the {n_pcs} "
+                          f"pseudo-channels of {spec.name}, got {pcs_per_slice!r}")
+    g = int(g)
+    memo: dict[tuple, tuple[GemvLayout, GemvLayout, float]] = {}
+
+    def layouts(s: AttentionSlice):
+        key = (s.tokens, s.d_k, s.d_v, s.n_q)
+        if key not in memo:
+            kw = {"n_pcs": g, "col_groups": "fast", "weight_bytes": wb,
+                  "reduce_ns_per_byte": step.ns_per_byte}
+            sc = gemv_layout(spec, s.tokens, s.d_k, s.n_q, **kw)
+            va = gemv_layout(spec, s.d_v, s.tokens, s.n_q, **kw)
+            memo[key] = (sc, va, estimate_kernel_ns(spec, sc.kernel)
+                         + estimate_kernel_ns(spec, va.kernel))
+        return memo[key]
+
+    n_groups = n_pcs // g
+    load = np.zeros(n_groups)
+    members: list[list[AttentionSlice]] = [[] for _ in range(n_groups)]
+    for s in sorted(slices, key=lambda s: -layouts(s)[2]):  # LPT
+        grp = int(np.argmin(load))
+        members[grp].append(s)
+        load[grp] += layouts(s)[2]
+    score: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
+    value: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
+    sm_bytes = tail_bytes = 0
+    w = p = 0
+    for grp, ss in enumerate(members):
+        row = 0
+        ks, kv = [], []
+        for s in ss:
+            sc, va, _ = layouts(s)
+            ks.append(sc.with_kernel(base_row=row % spec.org.rows).kernel)
+            row += sc.kernel.n_chunks * sc.kernel.rows_per_chunk
+            kv.append(va.with_kernel(base_row=row % spec.org.rows).kernel)
+            row += va.kernel.n_chunks * va.kernel.rows_per_chunk
+            sm_bytes += s.n_q * (sc.readback_bytes + s.tokens * 2)
+            tail_bytes += s.n_q * max(va.reduce_bytes - va.out_rows * va.out_bytes, 0)
+            w += s.n_q * (sc.weight_bytes + va.weight_bytes)
+            p += s.n_q * (sc.padded_weight_bytes + va.padded_weight_bytes)
+        for q in range(grp * g, (grp + 1) * g):
+            score[q], value[q] = ks, kv
+    softmax = step.ns(sm_bytes)
+    first = run_pim(spec, score)  # pass 1: the score phase alone gives the barrier time
+    t1 = float(first.pc_finish_ns.max())
+    prog = []
+    for q in range(n_pcs):
+        if not value[q]:
+            prog.append(score[q])
+            continue
+        gap = t1 + softmax - (float(first.pc_finish_ns[q]) if score[q] else 0.0)
+        prog.append(score[q] + [replace(value[q][0], gap_ns=gap)] + value[q][1:])
+    res = run_pim(spec, prog, log=log)
+    cache = sum(s.tokens * (s.d_k + (0 if t == "mla" else s.d_v)) * wb for s in slices)
+    return AttentionPimResult(
+        layer_type=t, on_pim=True, time_ns=res.time_ns, score_ns=t1, softmax_ns=softmax,
+        tail_ns=step.ns(tail_bytes, fixed=False), gpu_ns=0.0, n_slices=len(slices),
+        pcs_per_slice=g, kv_bytes=int(cache), padding=1.0 - w / p if p else 0.0, pim=res)

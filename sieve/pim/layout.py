@@ -1,0 +1,258 @@
+"""Lowering of matrix-vector work to PIM kernel descriptors: the 2-D GEMV layout.
+
+This module decides how one GEMV's weights are laid out over the PIM units and turns that into
+:class:`sieve.dram.GemvKernel` descriptors; the engine (:func:`sieve.dram.run_pim`) expands
+them to commands and times them. It never times anything itself, except to *choose* a layout
+(``col_groups="auto"`` runs the engine on the candidates). Expert FFNs, shared experts and
+attention are built on it in :mod:`sieve.pim.ffn` and :mod:`sieve.pim.attention`.
+
+Layout (docs/model-of-computation.md, *PIM kernels*, K1-K3). The ``out_rows x in_cols``
+weight matrix of ``y = W x`` is cut into ``row_groups x col_groups`` tiles, one per
+pseudo-channel (PC), at identical addresses in every PC and bank (seed §6 "Parallelizing Expert
+Computation on PIM": sharded at identical indices, so every PC runs the same command stream).
+
+* Across PCs, output rows AND input columns are split. A PC of column group ``j`` needs only
+  its slice of ``x`` in its global buffer (fewer GWRITEs) and produces partial sums of its
+  rows, read back (RDRES) and summed on the GPU when ``col_groups > 1``.
+* Inside a PC, every PU sees the same global-buffer entry in each all-bank MAC (the vector is
+  broadcast to all PUs of a PC; seed §2, He et al. 2020), so PUs can only split *rows*: each
+  PU holds ``rows_per_pu`` rows of the PC's tile.
+* ``x``'s slice is written in ``n_chunks`` global-buffer fills of at most ``gbuf_bytes``;
+  for each chunk, each PU's weights (its rows x the chunk, every row segment padded to whole
+  bursts) are stored contiguously in its bank(s) and read by ``rows_per_chunk`` all-bank
+  activations of ``macs_per_row`` MACs (one MAC = one burst per PU). Partial sums stay in the
+  PUs across chunks; each PC's ``rows_per_pc`` results are read back after the last chunk.
+* Uneven shapes are padded (identical streams need identical tiles); :attr:`GemvLayout.padding`
+  is the fraction of streamed bytes that is padding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from sieve.dram.device import GemvKernel
+from sieve.dram.presets import get_spec
+from sieve.dram.spec import DramSpec
+from sieve.errors import ConfigError
+
+__all__ = [
+    "GemvLayout",
+    "col_group_choices",
+    "estimate_kernel_ns",
+    "gemv_kernel",
+    "gemv_layout",
+    "spec_key",
+]
+
+
+@dataclass(frozen=True)
+class GemvLayout:
+    """How one GEMV maps onto the PIM units (per pseudo-channel unless noted)."""
+
+    kernel: GemvKernel  # what every PC of the GEMV runs
+    out_rows: int
+    in_cols: int
+    n_pcs: int  # pseudo-channels sharing the GEMV (= row_groups * col_groups)
+    row_groups: int  # PCs along the output rows
+    col_groups: int  # PCs along the input columns (partial sums when > 1)
+    rows_per_pc: int  # output rows per PC (padded)
+    cols_per_pc: int  # input columns per PC (padded to whole bursts)
+    rows_per_pu: int  # output rows per PU (padded)
+    chunk_elems: int  # input elements per global-buffer fill
+    weight_bytes: int  # true weight bytes of the whole GEMV
+    padded_weight_bytes: int  # bytes the MACs actually stream per vector (all PCs)
+    readback_bytes: int  # bytes read back per vector (all PCs): outputs or partial sums
+    out_bytes: int  # bytes per result element read back
+
+    @property
+    def padding(self) -> float:
+        """Fraction of streamed bytes that are padding."""
+        return 1.0 - self.weight_bytes / self.padded_weight_bytes
+
+    @property
+    def reduce_bytes(self) -> int:
+        """Partial-sum bytes the GPU must add up per vector (0 when ``col_groups == 1``)."""
+        return self.readback_bytes if self.col_groups > 1 else 0
+
+    def with_kernel(self, **changes) -> GemvLayout:
+        """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
+        ``gap_ns``, ``sync``)."""
+        return _replace(self, kernel=_replace(self.kernel, **changes))
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "kernel"}
+        d["kernel"] = dict(self.kernel.__dict__)
+        d["padding"] = self.padding
+        return d
+
+
+def _replace(obj, **kw):
+    from dataclasses import replace
+
+    return replace(obj, **kw)
+
+
+def spec_key(spec: DramSpec) -> str:
+    """A string identifying every value of a spec (for memo tables keyed by spec)."""
+    return json.dumps(spec.to_dict(), sort_keys=True, default=str)
+
+
+def _check_int(who: str, name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ConfigError(f"{who}: {name} must be an integer >= 1, got {v!r}")
+    return v
+
+
+def col_group_choices(spec: DramSpec | str, in_cols: int, n_pcs: int | None = None,
+                      weight_bytes: int | None = None) -> list[int]:
+    """Valid ``col_groups``: divisors of ``n_pcs`` no larger than the input's burst count."""
+    spec = get_spec(spec)
+    n = spec.org.total_pseudochannels if n_pcs is None else n_pcs
+    wb = spec.pim.dtype_bytes if weight_bytes is None else weight_bytes
+    segs = math.ceil(in_cols * wb / spec.org.access_bytes)
+    return [d for d in range(1, n + 1) if n % d == 0 and d <= max(segs, 1)]
+
+
+def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: int,
+           col_groups: int, wb: int, out_bytes: int, base_row: int,
+           gap_ns: float) -> GemvLayout:
+    o, p = spec.org, spec.pim
+    row_groups = n_pcs // col_groups
+    pus = p.pus_per_pc(o)
+    elems = o.access_bytes // wb  # elements per burst
+    rows_pc = math.ceil(out_rows / row_groups)
+    segs_pc = math.ceil(math.ceil(in_cols / col_groups) / elems)  # input bursts per PC
+    rows_pu = math.ceil(rows_pc / pus)
+    gbuf_segs = p.gbuf_bytes // o.access_bytes
+    n_chunks = math.ceil(segs_pc / gbuf_segs)
+    segs_chunk = math.ceil(segs_pc / n_chunks)
+    macs_chunk = rows_pu * segs_chunk  # bursts per PU per chunk, row segments whole bursts
+    row_cap = p.banks_per_pu * o.columns  # bursts one PU reads from one activated row
+    rows_per_chunk = math.ceil(macs_chunk / row_cap)
+    macs_per_row = math.ceil(macs_chunk / rows_per_chunk)
+    n_res = math.ceil(rows_pc * out_bytes / o.access_bytes)
+    kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
+                        rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
+                        base_row=base_row, gap_ns=gap_ns)
+    padded = n_pcs * pus * n_chunks * rows_per_chunk * macs_per_row * o.access_bytes
+    return GemvLayout(
+        kernel=kernel, out_rows=out_rows, in_cols=in_cols, n_pcs=n_pcs,
+        row_groups=row_groups, col_groups=col_groups, rows_per_pc=rows_pc,
+        cols_per_pc=segs_pc * elems, rows_per_pu=rows_pu, chunk_elems=segs_chunk * elems,
+        weight_bytes=out_rows * in_cols * wb, padded_weight_bytes=padded,
+        readback_bytes=n_pcs * n_res * o.access_bytes, out_bytes=out_bytes)
+
+
+def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
+    """A quick analytic estimate of one PC's kernel time (no refresh, no bus sharing).
+
+    Used only to *choose* layouts and mappings where running the engine on every candidate
+    would be too slow (attention slices); reported times always come from the engine.
+    """
+    spec = get_spec(spec)
+    t = spec.timing
+    gw = max(t.nCCDS, t.nBL)
+    row = max(t.nRC, t.nRCDRD + max(kernel.macs_per_row - 1, 0) * t.nCCDAB + t.nRTP + t.nRP)
+    n_rows = kernel.n_chunks * kernel.rows_per_chunk
+    per_vec = (kernel.n_chunks * (kernel.gw_per_chunk * gw + t.nCWL + t.nBL)
+               + kernel.n_res * max(t.nCCDS, t.nBL) + t.nMACRD)
+    if n_rows == 1:  # the row stays open across vectors
+        macs = kernel.n_vectors * kernel.macs_per_row * t.nCCDAB + t.nRCDRD
+    else:
+        macs = kernel.n_vectors * n_rows * row
+    ck = kernel.n_vectors * per_vec + macs + t.nCL + t.nBL
+    return ck * spec.tCK_ns
+
+
+def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: int = 1, *,
+                n_pcs: int | None = None, col_groups: int | str = "auto",
+                weight_bytes: int | None = None, out_bytes: int = 2, base_row: int = 0,
+                gap_ns: float = 0.0, reduce_ns_per_byte: float = 0.0) -> GemvLayout:
+    """Lay a GEMV ``y[out_rows] = W[out_rows, in_cols] x`` over ``n_pcs`` pseudo-channels.
+
+    Args:
+        spec: a PIM spec (preset name or DramSpec).
+        out_rows: output length (rows of the weight matrix).
+        in_cols: input length (columns).
+        n_vectors: input vectors (tokens), executed one after another.
+        n_pcs: pseudo-channels the GEMV is spread over (default: all of the spec).
+        col_groups: PCs along the input columns (a divisor of ``n_pcs``), or ``"auto"``: the
+            candidate with the least engine time for one vector plus the GPU's partial-sum
+            reduction (``reduce_ns_per_byte`` x partial-sum bytes); ties go to fewer column
+            groups. ``"fast"``: the same choice with :func:`estimate_kernel_ns` instead of the
+            engine. ``1`` is the row-only layout.
+        weight_bytes: bytes per weight element (default: the PU operand size).
+        out_bytes: bytes per result (or partial sum) read back.
+        base_row: first DRAM row of the weights (identical in every PC and bank).
+        gap_ns: idle time before the kernel starts (after the previous kernel's results).
+        reduce_ns_per_byte: GPU cost per partial-sum byte, used only to choose ``col_groups``.
+    """
+    spec = get_spec(spec)
+    who = "GEMV lowering"
+    if spec.pim is None:
+        raise ConfigError(f"{who}: spec {spec.name!r} has no PIM units")
+    for name, v in (("out_rows", out_rows), ("in_cols", in_cols), ("n_vectors", n_vectors)):
+        _check_int(who, name, v)
+    o = spec.org
+    n_pcs = o.total_pseudochannels if n_pcs is None else n_pcs
+    if isinstance(n_pcs, bool) or not isinstance(n_pcs, int) or not (
+            1 <= n_pcs <= o.total_pseudochannels):
+        raise ConfigError(f"{who}: n_pcs must be an integer in [1, {o.total_pseudochannels}], "
+                          f"got {n_pcs!r}")
+    wb = spec.pim.dtype_bytes if weight_bytes is None else weight_bytes
+    if not isinstance(wb, int) or wb < 1 or o.access_bytes % wb:
+        raise ConfigError(f"{who}: weight_bytes must divide the {o.access_bytes}-byte burst, "
+                          f"got {wb!r}")
+    if not isinstance(out_bytes, int) or out_bytes < 1:
+        raise ConfigError(f"{who}: out_bytes must be an integer >= 1, got {out_bytes!r}")
+    if isinstance(col_groups, str):
+        if col_groups not in ("auto", "fast"):
+            raise ConfigError(f"{who}: col_groups must be an integer or one of auto, fast; "
+                              f"got {col_groups!r}")
+        col_groups = _choose(spec_key(spec), spec, out_rows, in_cols, n_pcs, wb, out_bytes,
+                             float(reduce_ns_per_byte), col_groups == "fast")
+    valid = col_group_choices(spec, in_cols, n_pcs, wb)
+    if col_groups not in valid:
+        raise ConfigError(f"{who}: col_groups {col_groups!r} is not a divisor of n_pcs "
+                          f"({n_pcs}) within the input's bursts (valid: "
+                          f"{', '.join(map(str, valid))})")
+    return _build(spec, out_rows, in_cols, n_vectors, n_pcs, col_groups, wb, out_bytes,
+                  base_row, gap_ns)
+
+
+_CHOICES: dict[tuple, int] = {}
+
+
+def _choose(key: str, spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int,
+            out_bytes: int, ns_per_byte: float, fast: bool) -> int:
+    memo = (key, out_rows, in_cols, n_pcs, wb, out_bytes, ns_per_byte, fast)
+    if memo not in _CHOICES:
+        _CHOICES[memo] = _search(spec, out_rows, in_cols, n_pcs, wb, out_bytes, ns_per_byte,
+                                 fast)
+    return _CHOICES[memo]
+
+
+def _search(spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int, out_bytes: int,
+            ns_per_byte: float, fast: bool) -> int:
+    from sieve.dram.device import run_pim
+
+    best, best_t = 1, math.inf
+    for c in col_group_choices(spec, in_cols, n_pcs, wb):
+        lay = _build(spec, out_rows, in_cols, 1, n_pcs, c, wb, out_bytes, 0, 0.0)
+        if fast:
+            t = estimate_kernel_ns(spec, lay.kernel)
+        else:
+            # one PC group's stream on every PC: symmetric, so one channel is simulated
+            t = run_pim(spec, [lay.kernel]).time_ns
+        t += ns_per_byte * lay.reduce_bytes
+        if t < best_t - 1e-9:
+            best, best_t = c, t
+    return best
+
+
+def gemv_kernel(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: int = 1,
+                **kw) -> GemvKernel:
+    """The :class:`GemvKernel` of :func:`gemv_layout` (same arguments)."""
+    return gemv_layout(spec, out_rows, in_cols, n_vectors, **kw).kernel

@@ -1,0 +1,425 @@
+"""Synthetic MoE router: seeded token-level routing traces with skewed, drifting popularity,
+per-request temporal reuse and weak inter-layer correlation.
+
+This module owns the generative model and its per-model presets. It must not compute reported
+statistics (:mod:`sieve.workload.stats`) or fit parameters (:mod:`sieve.calibration.router_fit`,
+which produced the preset values below). Model (docs/traces.md, "Synthetic router"):
+
+* Layer ``l`` at step ``t`` has expert popularity ``p_l(t) = softmax(a_l + d_l(t))``. The static
+  part ``a_l = log Dirichlet(alpha)`` (alpha -> inf: uniform); the drift ``d_l(t)`` is an AR(1)
+  process per expert with coefficient ``drift_phi`` and stationary std ``drift_sigma``, shared
+  by all tokens of the step.
+* A token's scores are ``a_l + d_l(t) + G(u)``, where ``u`` is a standard-normal latent of its
+  request and ``G`` maps it to a standard Gumbel (``G(u) = -log(-log Phi(u))``); the token takes
+  the ``top_k`` highest scores. Marginally this is exact sampling of ``top_k`` experts without
+  replacement from ``p_l(t)`` (Plackett-Luce), whatever the correlations below.
+* Temporal reuse: a request's latent is AR(1) over its tokens with coefficient ``reuse_rho``,
+  so consecutive tokens of a request tend to pick the same experts.
+* Inter-layer correlation: ``u_l = sqrt(1 - kappa) eta_l + sqrt(kappa) c[perm_l]`` with a
+  per-request vector ``c`` shared by all layers and a fixed random permutation per layer, so
+  experts of different layers are weakly paired ("expert affinity").
+
+Randomness is explicit: an int ``seed`` (or a Generator, from which one int is drawn) is
+recorded in the trace metadata. Static popularity uses stream ``[seed, 0]`` (the same for every
+batch size); dynamics use ``[seed, 1, batch_size]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaincinv, log_ndtr
+
+from sieve.errors import ConfigError, lookup
+from sieve.workload.trace import DECODE, PREFILL, RoutingTrace, TraceMeta
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "PRESET_FITS",
+    "PRESET_SOURCES",
+    "ROUTER_PRESETS",
+    "RouterParams",
+    "RouterShape",
+    "SyntheticRouter",
+    "dirichlet_logits",
+    "generate_trace",
+    "get_router_params",
+]
+
+
+@dataclass(frozen=True)
+class RouterParams:
+    """Parameters of the synthetic router (all dimensionless; see the module docstring).
+
+    Attributes:
+        alpha: Dirichlet concentration of the static per-layer popularity (> 0).
+        drift_sigma: stationary std of the shared per-step logit drift (>= 0).
+        drift_phi: AR(1) coefficient of the drift per step, in [0, 1).
+        reuse_rho: AR(1) coefficient of a request's latent per token, in [0, 1).
+        layer_kappa: share of the latent variance common to all layers, in [0, 1].
+        mean_output_tokens: mean request length in decode steps (geometric); None = requests
+            last for the whole trace.
+    """
+
+    alpha: float
+    drift_sigma: float
+    drift_phi: float
+    reuse_rho: float
+    layer_kappa: float
+    mean_output_tokens: float | None = None
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("alpha", self.alpha > 0),
+            ("drift_sigma", self.drift_sigma >= 0),
+            ("drift_phi", 0 <= self.drift_phi < 1),
+            ("reuse_rho", 0 <= self.reuse_rho < 1),
+            ("layer_kappa", 0 <= self.layer_kappa <= 1),
+            ("mean_output_tokens", self.mean_output_tokens is None or self.mean_output_tokens >= 1),
+        )
+        for name, ok in checks:
+            if not ok or not math.isfinite(getattr(self, name) or 0.0):
+                raise ConfigError(f"router parameter {name}={getattr(self, name)!r} out of range")
+
+    def replace(self, **changes: float | None) -> RouterParams:
+        return dataclasses.replace(self, **changes)
+
+# Global parameters, fitted by sieve.calibration.router_fit
+# (`python -m sieve.calibration.router_calibrate`, 2026-11-29; full output in
+# docs/calibration/router_fit.json and fit quality in docs/validation.md, "Routing traces and
+# synthetic router calibration").
+# reuse_rho: fitted to the same-slot decode overlap of the real Qwen1.5-MoE vLLM log
+#   (shared/traces/qwen15_moe_vllm_moe_logger_gsm8k; models-and-traces.md §C.3): 0.1026.
+# layer_kappa: fitted to the mean top-1 inter-layer NMI (Miller-Madow) of the allenai
+#   transition matrices (models-and-traces.md §C.3): OLMoE 0.8287 (used for fine-grained
+#   models), Mixtral-8x7B 0.4208 (used for Mixtral presets).
+# drift_phi: not identifiable from any single-step statistic or from the data in shared/;
+#   0.9 per step (hot set renewed over ~10 decode steps) is an assumption, see docs/traces.md.
+_RHO = 0.1026
+_KAPPA_FINE = 0.8287
+_KAPPA_MIXTRAL = 0.4208
+_PHI = 0.9
+
+
+def _preset(alpha: float, drift_sigma: float, kappa: float) -> RouterParams:
+    return RouterParams(
+        alpha=alpha, drift_sigma=drift_sigma, drift_phi=_PHI, reuse_rho=_RHO, layer_kappa=kappa
+    )
+
+
+# (alpha, drift_sigma) fitted by sieve.calibration.router_fit.fit_popularity. "joint" (the default):
+# the seed's Section 3 numbers (Figure 3 act-ratio, Figure 5 bins;
+# sieve.calibration.router_fit.SEED_TARGETS) plus a real long-run aggregate skew: OLMoE's median
+# normalised entropy for fine-grained models, Fiddler's MMLU max/mean and entropy for Mixtral
+# (models-and-traces.md §C.1). "seed": the seed's numbers alone (Mixtral keeps its Fiddler term).
+# Fit losses: docs/calibration/*.json.
+_GPT_OSS = _preset(1.000, 2.500, _KAPPA_FINE)  # joint loss 5.57 (5 seed targets + Hn)
+_QWEN3 = _preset(0.6037, 0.0000, _KAPPA_FINE)  # joint loss 12.64 (3 seed targets + Hn)
+_QWEN3_NEXT = _preset(0.7383, 0.0002, _KAPPA_FINE)  # joint loss 4.82 (5 seed targets + Hn)
+_MIXTRAL = _preset(18.19, 0.0003, _KAPPA_MIXTRAL)  # loss 1.70 (2 seed + 2 Fiddler targets)
+_GPT_OSS_SEED = _preset(0.3120, 1.930, _KAPPA_FINE)  # seed-only loss 3.65
+_QWEN3_SEED = _preset(0.1573, 0.0002, _KAPPA_FINE)  # seed-only loss 0.21
+_QWEN3_NEXT_SEED = _preset(0.6810, 0.3138, _KAPPA_FINE)  # seed-only loss 3.97
+
+#: Default for models without a preset: the Qwen3-30B-A3B fit (a fine-grained top-8 model).
+DEFAULT_PARAMS = _QWEN3
+
+
+def _family(gpt_oss: RouterParams, qwen3: RouterParams, qwen3_next: RouterParams):
+    # Models without seed targets reuse their family's fit ("transfer", PRESET_SOURCES).
+    return {
+        "gpt-oss-120b": gpt_oss,
+        "gpt-oss-20b": gpt_oss,
+        "qwen3-30b-a3b": qwen3,
+        "qwen3-next-80b-a3b": qwen3_next,
+        "qwen3.5-397b-a17b": qwen3_next,
+        "mixtral-8x22b": _MIXTRAL,
+        "mixtral-8x7b": _MIXTRAL,
+        "deepseek-v3": qwen3,
+    }
+
+
+#: Per-model presets of the default ("joint") fit.
+ROUTER_PRESETS: dict[str, RouterParams] = _family(_GPT_OSS, _QWEN3, _QWEN3_NEXT)
+#: Preset sets by fit: "joint" (seed + real aggregate skew, default) and "seed" (seed only).
+PRESET_FITS: dict[str, dict[str, RouterParams]] = {
+    "joint": ROUTER_PRESETS,
+    "seed": _family(_GPT_OSS_SEED, _QWEN3_SEED, _QWEN3_NEXT_SEED),
+}
+
+#: Where each preset comes from (shown in docs/validation.md).
+PRESET_SOURCES: dict[str, str] = {
+    "gpt-oss-120b": "fitted (seed Fig. 3/5 + OLMoE Hn)",
+    "gpt-oss-20b": "transfer from gpt-oss-120b",
+    "qwen3-30b-a3b": "fitted (seed Fig. 5 + OLMoE Hn)",
+    "qwen3-next-80b-a3b": "fitted (seed Fig. 5 + OLMoE Hn)",
+    "qwen3.5-397b-a17b": "transfer from qwen3-next-80b-a3b (same block design, E=512, k=10)",
+    "mixtral-8x22b": "fitted (seed Fig. 3/5 + Fiddler skew)",
+    "mixtral-8x7b": "transfer from mixtral-8x22b",
+    "deepseek-v3": "transfer from qwen3-30b-a3b (fine-grained top-8); held out",
+}
+
+
+def get_router_params(model: str, fit: str = "joint") -> RouterParams:
+    """Preset for ``model`` (case-insensitive) from preset set ``fit`` ("joint" or "seed").
+
+    Raises:
+        ConfigError: unknown fit or model; the message lists the known names.
+    """
+    return lookup(lookup(PRESET_FITS, fit, "router fit"), model, "router preset")
+
+
+@dataclass(frozen=True)
+class RouterShape:
+    """What the router needs to know about a model: routed experts, top-k and MoE layers."""
+
+    name: str
+    n_experts: int
+    top_k: int
+    layer_ids: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
+        if not (1 <= self.top_k <= self.n_experts) or not self.layer_ids:
+            raise ConfigError(
+                f"router shape {self.name!r}: need 1 <= top_k <= n_experts and >= 1 layer "
+                f"(got top_k={self.top_k}, n_experts={self.n_experts}, "
+                f"{len(self.layer_ids)} layers)"
+            )
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_ids)
+
+    @classmethod
+    def from_model(cls, name: str) -> RouterShape:
+        """Shape of a model-zoo preset (:func:`sieve.model.moe.get_model`)."""
+        from sieve.model.moe import get_model
+
+        m = get_model(name)
+        return cls(m.name, m.n_experts, m.top_k, tuple(m.moe_layer_ids))
+
+
+def dirichlet_logits(alpha: float, uniforms: np.ndarray) -> np.ndarray:
+    """``log`` of Gamma(alpha) variates from uniforms (inverse CDF, so a fixed stream of uniforms
+    gives a smooth function of alpha): normalised, ``exp`` of a row is Dirichlet(alpha)."""
+    g = gammaincinv(alpha, uniforms)
+    return np.log(np.maximum(g, 1e-300))
+
+
+def _seed_of(seed: int | np.random.Generator) -> int:
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63 - 1))
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed)
+    raise ConfigError(f"seed: expected an int >= 0 or a numpy Generator, got {seed!r}")
+
+
+def _topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest scores per row, highest first."""
+    E = scores.shape[1]
+    idx = np.argpartition(scores, E - k, axis=1)[:, E - k :]
+    order = np.argsort(-np.take_along_axis(scores, idx, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(idx, order, axis=1)
+
+
+def _gumbel(u: np.ndarray) -> np.ndarray:
+    """Standard-normal -> standard-Gumbel quantile transform (monotone)."""
+    return -np.log(-log_ndtr(u))
+
+
+class SyntheticRouter:
+    """Seeded generator of :class:`RoutingTrace` for one model shape and parameter set.
+
+    Args:
+        shape: a :class:`RouterShape` or a model-zoo name.
+        params: router parameters; None = the model's preset (or :data:`DEFAULT_PARAMS`).
+        fit: preset set used when ``params`` is None: "joint" (default) or "seed".
+        seed: int >= 0 or ``np.random.Generator`` (one int is drawn from it and recorded).
+        popularity: optional ``(n_layers, n_experts)`` expert shares (e.g. from a real
+            :class:`sieve.workload.trace.CountTrace`) replacing the Dirichlet static popularity.
+    """
+
+    def __init__(
+        self,
+        shape: RouterShape | str,
+        params: RouterParams | None = None,
+        seed: int | np.random.Generator = 0,
+        popularity: np.ndarray | None = None,
+        fit: str = "joint",
+    ):
+        self.fit = "custom" if params is not None else fit
+        if isinstance(shape, str):
+            name = shape
+            shape = RouterShape.from_model(shape)
+            if params is None:
+                presets = lookup(PRESET_FITS, fit, "router fit")
+                params = presets.get(name.strip().lower(), DEFAULT_PARAMS)
+        self.shape = shape
+        self.params = params if params is not None else DEFAULT_PARAMS
+        self.seed = _seed_of(seed)
+        L, E = shape.n_layers, shape.n_experts
+        rng = np.random.default_rng([self.seed, 0])
+        if popularity is None:
+            self.base_logits = dirichlet_logits(self.params.alpha, rng.random((L, E)))
+        else:
+            pop = np.asarray(popularity, dtype=float)
+            if pop.shape != (L, E) or np.any(pop < 0) or np.any(pop.sum(axis=1) <= 0):
+                raise ConfigError(f"popularity: expected ({L}, {E}) non-negative shares")
+            self.base_logits = np.log(np.maximum(pop / pop.sum(axis=1, keepdims=True), 1e-300))
+        self.perms = np.stack([rng.permutation(E) for _ in range(L)])
+
+    def generate(self, batch_size: int, n_steps: int, *, prompt_tokens: int = 0) -> RoutingTrace:
+        """Generate ``n_steps`` steps of a continuous batch of ``batch_size`` requests.
+
+        Args:
+            batch_size: concurrent requests; each produces one decode token per step.
+            n_steps: number of steps (forward passes).
+            prompt_tokens: if > 0, every request starts with a prefill of this many tokens in
+                the step it arrives (all requests arrive at step 0; with churn, replacements
+                arrive later); 0 = a decode-only batch in steady state.
+
+        Returns:
+            The trace; ``meta.seed`` and ``meta.extra["router_params"]`` record the inputs.
+        """
+        for name, v, lo in (
+            ("batch_size", batch_size, 1),
+            ("n_steps", n_steps, 1),
+            ("prompt_tokens", prompt_tokens, 0),
+        ):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+                raise ConfigError(f"synthetic router: {name} must be an int >= {lo}, got {v!r}")
+        p, sh = self.params, self.shape
+        B, L, E, k = int(batch_size), sh.n_layers, sh.n_experts, sh.top_k
+        rng = np.random.default_rng([self.seed, 1, B])
+        a_rho, b_rho = p.reuse_rho, math.sqrt(1 - p.reuse_rho**2)
+        w_own, w_com = math.sqrt(1 - p.layer_kappa), math.sqrt(p.layer_kappa)
+        drift = p.drift_sigma * rng.standard_normal((L, E))
+        eta = rng.standard_normal((B, L, E), dtype=np.float32)
+        com = rng.standard_normal((B, E), dtype=np.float32)
+        req = np.arange(B, dtype=np.int64)
+        next_req = B
+        life = self._lifetimes(rng, B)
+        arriving = np.full(B, prompt_tokens > 0)
+        ids_steps, req_steps, phase_steps = [], [], []
+        for _ in range(n_steps):
+            logits = self.base_logits + drift
+            rows_ids, rows_req, rows_phase = [], [], []
+            for slot in np.flatnonzero(arriving):  # prefill: the prompt advances the latent
+                pre = np.empty((prompt_tokens, L, k), dtype=np.int16)
+                for t in range(prompt_tokens):
+                    pre[t] = self._route(
+                        logits, eta[slot : slot + 1], com[slot : slot + 1], w_own, w_com
+                    )[0]
+                    if t + 1 < prompt_tokens:
+                        eta[slot], com[slot] = self._advance(
+                            rng, eta[slot], com[slot], a_rho, b_rho
+                        )
+                rows_ids.append((slot, pre))
+            dec = ~arriving
+            dec_ids = self._route(logits, eta[dec], com[dec], w_own, w_com)
+            if not rows_ids:  # decode-only step: one row per slot, in slot order
+                ids_steps.append(dec_ids)
+                req_steps.append(req.copy())
+                phase_steps.append(np.full(B, DECODE, dtype=np.int8))
+                rows_ids = None
+            # assemble rows in slot order: a slot contributes its prompt or its decode token
+            pre_map = dict(rows_ids or ())
+            out_ids, d = [], 0
+            for slot in range(B if rows_ids is not None else 0):
+                if slot in pre_map:
+                    out_ids.append(pre_map[slot])
+                    rows_phase.append(np.full(prompt_tokens, PREFILL, dtype=np.int8))
+                    rows_req.append(np.full(prompt_tokens, req[slot]))
+                else:
+                    out_ids.append(dec_ids[d : d + 1])
+                    d += 1
+                    rows_phase.append(np.full(1, DECODE, dtype=np.int8))
+                    rows_req.append(req[slot : slot + 1])
+            if rows_ids is not None:
+                ids_steps.append(np.concatenate(out_ids))
+                req_steps.append(np.concatenate(rows_req))
+                phase_steps.append(np.concatenate(rows_phase))
+            # advance: drift, every request's latent by one token, churn
+            drift = p.drift_phi * drift + math.sqrt(1 - p.drift_phi**2) * p.drift_sigma * (
+                rng.standard_normal((L, E))
+            )
+            eta, com = self._advance(rng, eta, com, a_rho, b_rho)
+            arriving[:] = False
+            life -= 1
+            done = np.flatnonzero(life <= 0)
+            if done.size:
+                eta[done] = rng.standard_normal((done.size, L, E), dtype=np.float32)
+                com[done] = rng.standard_normal((done.size, E), dtype=np.float32)
+                req[done] = np.arange(next_req, next_req + done.size)
+                next_req += done.size
+                life[done] = self._lifetimes(rng, done.size)
+                arriving[done] = prompt_tokens > 0
+        sizes = [len(x) for x in ids_steps]
+        meta = TraceMeta(
+            model=sh.name,
+            n_experts=E,
+            top_k=k,
+            layer_ids=sh.layer_ids,
+            source="sieve synthetic router",
+            seed=self.seed,
+            extra={
+                "router_params": dataclasses.asdict(p),
+                "router_fit": self.fit,
+                "batch_size": B,
+                "prompt_tokens": int(prompt_tokens),
+            },
+        )
+        return RoutingTrace(
+            expert_ids=np.concatenate(ids_steps),
+            step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+            request_ids=np.concatenate(req_steps),
+            phase=np.concatenate(phase_steps),
+            meta=meta,
+        )
+
+    def _lifetimes(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        m = self.params.mean_output_tokens
+        if m is None:
+            return np.full(n, np.iinfo(np.int64).max)
+        return rng.geometric(1.0 / m, size=n).astype(np.int64)
+
+    def _advance(self, rng, eta, com, a_rho, b_rho):
+        if a_rho == 0.0:
+            return (
+                rng.standard_normal(eta.shape, dtype=np.float32),
+                rng.standard_normal(com.shape, dtype=np.float32),
+            )
+        eta = a_rho * eta + b_rho * rng.standard_normal(eta.shape, dtype=np.float32)
+        com = a_rho * com + b_rho * rng.standard_normal(com.shape, dtype=np.float32)
+        return eta.astype(np.float32, copy=False), com.astype(np.float32, copy=False)
+
+    def _route(self, logits, eta, com, w_own, w_com) -> np.ndarray:
+        """Top-k ids ``(n, L, k)`` for latents ``eta (n, L, E)``, ``com (n, E)``."""
+        n, L, k = eta.shape[0], self.shape.n_layers, self.shape.top_k
+        out = np.empty((n, L, k), dtype=np.int16)
+        if n == 0:
+            return out
+        for j in range(L):
+            u = w_own * eta[:, j] + w_com * com[:, self.perms[j]] if w_com else eta[:, j]
+            out[:, j] = _topk(_gumbel(u) + logits[j], k)
+        return out
+
+
+def generate_trace(
+    model: str | RouterShape,
+    batch_size: int,
+    n_steps: int,
+    *,
+    seed: int | np.random.Generator = 0,
+    params: RouterParams | None = None,
+    prompt_tokens: int = 0,
+    fit: str = "joint",
+) -> RoutingTrace:
+    """One-call form of ``SyntheticRouter(model, params, seed, fit=fit).generate(...)``."""
+    return SyntheticRouter(model, params, seed, fit=fit).generate(
+        batch_size, n_steps, prompt_tokens=prompt_tokens
+    )

@@ -1,0 +1,403 @@
+"""Routing traces: the token-level :class:`RoutingTrace`, the aggregate :class:`CountTrace`,
+their on-disk format and per-step expert token counts.
+
+This module owns the data structures and the ``.npz`` format (spec: docs/traces.md, "Format"). It
+must not generate routes (:mod:`sieve.workload.router`), parse foreign files
+(:mod:`sieve.workload.importers`) or compute summary statistics (:mod:`sieve.workload.stats`).
+
+A :class:`RoutingTrace` is ragged over steps (forward passes): the tokens of all steps are stored
+back to back, and ``step_offsets[s]:step_offsets[s + 1]`` selects the tokens of step ``s``.
+Per token it holds, for every logged MoE layer, the ``top_k`` routed expert ids in rank order
+(highest router score first, where the source says so), and optionally the gate weights, the
+request id (``-1`` = unknown) and the phase (:data:`PREFILL` or :data:`DECODE`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zipfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sieve.errors import ConfigError, TraceFormatError
+from sieve.outputs import atomic_write
+
+__all__ = [
+    "DECODE",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "PREFILL",
+    "CountTrace",
+    "RoutingTrace",
+    "TraceMeta",
+    "contiguous_placement",
+    "gpu_counts",
+    "gpu_loads",
+    "iter_trace_chunks",
+    "load_trace",
+]
+
+FORMAT_NAME = "sieve-routing-trace"
+#: Version of the on-disk format written by :meth:`RoutingTrace.save`; readers refuse newer ones.
+FORMAT_VERSION = 1
+PREFILL = 0  # phase code of a prompt token
+DECODE = 1  # phase code of a generated token
+_ARRAYS = ("expert_ids", "step_offsets", "request_ids", "phase")
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Metadata of a trace. ``layer_ids`` are the model's layer indices of the logged MoE layers.
+
+    ``extra`` holds JSON-serialisable details: router parameters, importer options, notes.
+    """
+
+    model: str
+    n_experts: int
+    top_k: int
+    layer_ids: tuple[int, ...]
+    source: str = ""
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
+        if int(self.n_experts) < 1 or int(self.top_k) < 1 or self.top_k > self.n_experts:
+            raise ConfigError(
+                f"trace metadata: need 1 <= top_k <= n_experts, got top_k={self.top_k}, "
+                f"n_experts={self.n_experts}"
+            )
+        if not self.layer_ids:
+            raise ConfigError("trace metadata: layer_ids is empty")
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["layer_ids"] = list(self.layer_ids)
+        d["extra"] = dict(self.extra)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TraceMeta:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingTrace:
+    """Token-level routes, ragged over steps.
+
+    Attributes:
+        expert_ids: ``(n_tokens, n_layers, top_k)`` int16 expert ids in ``[0, n_experts)``,
+            distinct within a token and layer.
+        step_offsets: ``(n_steps + 1,)`` int64, non-decreasing, from 0 to ``n_tokens``.
+        request_ids: ``(n_tokens,)`` int64 request of each token; ``-1`` = unknown.
+        phase: ``(n_tokens,)`` int8, :data:`PREFILL` or :data:`DECODE`.
+        gate_weights: ``(n_tokens, n_layers, top_k)`` float32 router weights, or None.
+        meta: :class:`TraceMeta`.
+    """
+
+    expert_ids: np.ndarray
+    step_offsets: np.ndarray
+    request_ids: np.ndarray
+    phase: np.ndarray
+    meta: TraceMeta
+    gate_weights: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self._validate(full=not isinstance(self.expert_ids, np.memmap))
+
+    # -- validation ---------------------------------------------------------------------------
+    def _validate(self, full: bool) -> None:
+        m = self.meta
+        ids, off = self.expert_ids, self.step_offsets
+        if ids.ndim != 3 or ids.shape[1:] != (len(m.layer_ids), m.top_k):
+            raise ConfigError(
+                f"RoutingTrace: expert_ids shape {ids.shape} != (n_tokens, {len(m.layer_ids)} "
+                f"layers, top_k {m.top_k})"
+            )
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise ConfigError(f"RoutingTrace: expert_ids must be integers, got {ids.dtype}")
+        n = ids.shape[0]
+        if off.ndim != 1 or len(off) < 1 or off[0] != 0 or off[-1] != n:
+            raise ConfigError(f"RoutingTrace: step_offsets must run from 0 to n_tokens={n}")
+        if np.any(np.diff(off) < 0):
+            raise ConfigError("RoutingTrace: step_offsets must be non-decreasing")
+        for name in ("request_ids", "phase"):
+            if getattr(self, name).shape != (n,):
+                raise ConfigError(f"RoutingTrace: {name} must have shape ({n},)")
+        gw = self.gate_weights
+        if gw is not None and gw.shape != ids.shape:
+            raise ConfigError(f"RoutingTrace: gate_weights shape {gw.shape} != {ids.shape}")
+        if full and n:
+            if ids.min() < 0 or ids.max() >= m.n_experts:
+                raise ConfigError(
+                    f"RoutingTrace: expert ids must lie in [0, {m.n_experts}), "
+                    f"found {int(ids.min())}..{int(ids.max())}"
+                )
+            if m.top_k > 1 and np.any(np.diff(np.sort(ids, axis=2), axis=2) == 0):
+                raise ConfigError("RoutingTrace: an expert id repeats within one token's top-k")
+            if not np.isin(self.phase, (PREFILL, DECODE)).all():
+                raise ConfigError("RoutingTrace: phase must be 0 (prefill) or 1 (decode)")
+
+    # -- shape ---------------------------------------------------------------------------------
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.expert_ids.shape[0])
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.meta.layer_ids)
+
+    @property
+    def n_experts(self) -> int:
+        return int(self.meta.n_experts)
+
+    @property
+    def top_k(self) -> int:
+        return int(self.meta.top_k)
+
+    def tokens_per_step(self) -> np.ndarray:
+        """``(n_steps,)`` number of tokens (rows) in each step."""
+        return np.diff(np.asarray(self.step_offsets))
+
+    # -- access --------------------------------------------------------------------------------
+    def steps(self, start: int, stop: int) -> RoutingTrace:
+        """Steps ``[start, stop)`` as a new in-memory trace (copies; works on memory maps)."""
+        if not 0 <= start <= stop <= self.n_steps:
+            raise ConfigError(
+                f"RoutingTrace: step range [{start}, {stop}) outside 0..{self.n_steps}"
+            )
+        a, b = int(self.step_offsets[start]), int(self.step_offsets[stop])
+        gw = None if self.gate_weights is None else np.array(self.gate_weights[a:b])
+        return RoutingTrace(
+            expert_ids=np.array(self.expert_ids[a:b]),
+            step_offsets=np.asarray(self.step_offsets[start : stop + 1], dtype=np.int64) - a,
+            request_ids=np.array(self.request_ids[a:b]),
+            phase=np.array(self.phase[a:b]),
+            meta=self.meta,
+            gate_weights=gw,
+        )
+
+    def step_slice(self, step: int) -> slice:
+        """Token rows of ``step``."""
+        if not 0 <= step < self.n_steps:
+            raise ConfigError(f"RoutingTrace: step {step} outside 0..{self.n_steps - 1}")
+        return slice(int(self.step_offsets[step]), int(self.step_offsets[step + 1]))
+
+    def counts(self, step: int, phase: int | None = None) -> np.ndarray:
+        """Per-expert token counts of one step.
+
+        Args:
+            step: step index.
+            phase: count only :data:`PREFILL` or :data:`DECODE` tokens; None = all.
+
+        Returns:
+            ``(n_layers, n_experts)`` int64: tokens routed to each expert (np.bincount).
+        """
+        sl = self.step_slice(step)
+        ids = np.asarray(self.expert_ids[sl])
+        if phase is not None:
+            ids = ids[np.asarray(self.phase[sl]) == phase]
+        return layer_counts(ids, self.n_experts)
+
+    def all_counts(self, phase: int | None = None) -> np.ndarray:
+        """``(n_steps, n_layers, n_experts)`` per-step counts (one step read at a time)."""
+        out = np.zeros((self.n_steps, self.n_layers, self.n_experts), dtype=np.int64)
+        for s in range(self.n_steps):
+            out[s] = self.counts(s, phase)
+        return out
+
+    def to_counts(self, phase: int | None = None) -> CountTrace:
+        """Aggregate over all steps into a :class:`CountTrace` (token-level detail is lost)."""
+        c = self.all_counts(phase).sum(axis=0)
+        n_tok = int(c[0].sum() // self.top_k) if self.n_layers else 0
+        return CountTrace(counts=c, meta=self.meta, n_tokens=n_tok)
+
+    # -- disk ----------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the trace as an uncompressed ``.npz`` (format :data:`FORMAT_VERSION`),
+        atomically (temporary file, then rename)."""
+        path = Path(path)
+        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "meta": self.meta.to_json()}
+        arrays = {
+            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+            "expert_ids": np.ascontiguousarray(self.expert_ids, dtype=np.int16),
+            "step_offsets": np.ascontiguousarray(self.step_offsets, dtype=np.int64),
+            "request_ids": np.ascontiguousarray(self.request_ids, dtype=np.int64),
+            "phase": np.ascontiguousarray(self.phase, dtype=np.int8),
+        }
+        if self.gate_weights is not None:
+            arrays["gate_weights"] = np.ascontiguousarray(self.gate_weights, dtype=np.float32)
+        with atomic_write(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False) -> RoutingTrace:
+        """Read a trace written by :meth:`save`; see :func:`load_trace`."""
+        return load_trace(path, mmap=mmap)
+
+
+def layer_counts(ids: np.ndarray, n_experts: int) -> np.ndarray:
+    """``(n_layers, n_experts)`` counts of ``ids`` shaped ``(n_tokens, n_layers, top_k)``."""
+    n_layers = ids.shape[1]
+    flat = ids.astype(np.int64) + (np.arange(n_layers, dtype=np.int64) * n_experts)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_layers * n_experts).reshape(n_layers, n_experts)
+
+
+def _read_header(path: Path, npz: Any) -> dict[str, Any]:
+    if "header" not in npz.files:
+        raise TraceFormatError(f"{path}: not a {FORMAT_NAME} file (field 'header' missing)")
+    try:
+        header = json.loads(bytes(npz["header"]).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
+    if header.get("format") != FORMAT_NAME:
+        raise TraceFormatError(
+            f"{path}: field 'header.format' is {header.get('format')!r}, expected {FORMAT_NAME!r}"
+        )
+    version = header.get("version")
+    if not isinstance(version, int) or version < 1 or version > FORMAT_VERSION:
+        raise TraceFormatError(
+            f"{path}: field 'header.version' is {version!r}; this sieve reads versions 1.."
+            f"{FORMAT_VERSION} (upgrade sieve for newer files)"
+        )
+    return header
+
+
+def _mmap_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
+    """Memory-map an uncompressed ``.npy`` member of a zip (np.load cannot mmap inside .npz)."""
+    info = zf.getinfo(name + ".npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise TraceFormatError(f"{path}: field {name!r} is compressed; cannot memory-map")
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)  # zip local file header; name and extra lengths at bytes 26..29
+        n_name = int.from_bytes(local[26:28], "little")
+        n_extra = int.from_bytes(local[28:30], "little")
+        fh.seek(info.header_offset + 30 + n_name + n_extra)
+        version = np.lib.format.read_magic(fh)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read(fh)
+        offset = fh.tell()
+    if fortran:
+        raise TraceFormatError(f"{path}: field {name!r} is Fortran-ordered")
+    if int(np.prod(shape)) == 0:
+        return np.zeros(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+
+
+def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
+    """Read a :class:`RoutingTrace` ``.npz``.
+
+    Args:
+        path: file written by :meth:`RoutingTrace.save`.
+        mmap: memory-map the big arrays instead of reading them (for traces larger than
+            memory); :meth:`RoutingTrace.steps` and :func:`iter_trace_chunks` then read only
+            the steps asked for. Expert-id range checks are skipped in this mode.
+
+    Raises:
+        TraceFormatError: not a trace file, unsupported version, or a missing/bad field.
+    """
+    path = Path(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise TraceFormatError(f"{path}: cannot read as .npz ({exc})") from None
+    with npz:
+        header = _read_header(path, npz)
+        for name in _ARRAYS:
+            if name not in npz.files:
+                raise TraceFormatError(f"{path}: field {name!r} missing")
+        try:
+            meta = TraceMeta.from_json(header["meta"])
+        except (KeyError, TypeError, ConfigError) as exc:
+            raise TraceFormatError(f"{path}: field 'header.meta' invalid ({exc})") from None
+        has_gw = "gate_weights" in npz.files
+        if mmap:
+            with zipfile.ZipFile(path) as zf:
+                arr = {
+                    n: _mmap_member(path, zf, n) for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]
+                }
+        else:
+            arr = {n: npz[n] for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]}
+    arr["step_offsets"] = np.asarray(arr["step_offsets"], dtype=np.int64)
+    try:
+        return RoutingTrace(meta=meta, gate_weights=arr.pop("gate_weights", None), **arr)
+    except ConfigError as exc:
+        raise TraceFormatError(f"{path}: {exc}") from None
+
+
+def iter_trace_chunks(path: str | Path, steps_per_chunk: int = 64) -> Iterator[RoutingTrace]:
+    """Yield consecutive in-memory chunks of ``steps_per_chunk`` steps from a memory-mapped file."""
+    if steps_per_chunk < 1:
+        raise ConfigError(f"steps_per_chunk must be >= 1, got {steps_per_chunk}")
+    trace = load_trace(path, mmap=True)
+    for a in range(0, trace.n_steps, steps_per_chunk):
+        yield trace.steps(a, min(a + steps_per_chunk, trace.n_steps))
+
+
+@dataclass(frozen=True, eq=False)
+class CountTrace:
+    """Aggregate per-layer per-expert selection counts (no token, step or request detail).
+
+    ``counts[l, e]`` = number of (token, top-k slot) selections of expert ``e`` at layer
+    ``meta.layer_ids[l]``; with ``meta.top_k`` selections per token each row sums to
+    ``n_tokens * top_k`` (top-1 files have ``top_k = 1``). Such data gives load skew only; it
+    cannot give per-step coverage, token-count bins, temporal reuse or request structure.
+    """
+
+    counts: np.ndarray
+    meta: TraceMeta
+    n_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        c = self.counts
+        if c.ndim != 2 or c.shape != (len(self.meta.layer_ids), self.meta.n_experts):
+            raise ConfigError(
+                f"CountTrace: counts shape {c.shape} != ({len(self.meta.layer_ids)} layers, "
+                f"{self.meta.n_experts} experts)"
+            )
+        if np.any(c < 0):
+            raise ConfigError("CountTrace: counts must be >= 0")
+
+    def shares(self) -> np.ndarray:
+        """``(n_layers, n_experts)`` share of each expert in its layer (rows sum to 1)."""
+        tot = self.counts.sum(axis=1, keepdims=True).astype(float)
+        return np.divide(self.counts, tot, out=np.zeros(self.counts.shape), where=tot > 0)
+
+
+def contiguous_placement(n_experts: int, n_gpus: int) -> np.ndarray:
+    """``(n_experts,)`` GPU of each expert when experts are split into equal contiguous blocks."""
+    if n_gpus < 1 or n_experts % n_gpus:
+        raise ConfigError(f"placement: {n_experts} experts do not split evenly over {n_gpus} GPUs")
+    return np.repeat(np.arange(n_gpus), n_experts // n_gpus)
+
+
+def gpu_counts(counts: np.ndarray, placement: np.ndarray, gpu: int) -> np.ndarray:
+    """Counts of the experts that ``placement`` puts on ``gpu``: ``(n_layers, n_local)``."""
+    placement = np.asarray(placement)
+    if placement.shape != (counts.shape[-1],):
+        raise ConfigError(f"placement must have shape ({counts.shape[-1]},), got {placement.shape}")
+    return counts[..., placement == gpu]
+
+
+def gpu_loads(counts: np.ndarray, placement: np.ndarray, n_gpus: int) -> np.ndarray:
+    """Token-expert assignments per GPU: ``counts (..., n_experts)`` -> ``(..., n_gpus)``."""
+    placement = np.asarray(placement)
+    onehot = np.zeros((counts.shape[-1], n_gpus), dtype=np.int64)
+    onehot[np.arange(counts.shape[-1]), placement] = 1
+    return counts @ onehot
