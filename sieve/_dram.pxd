@@ -63,6 +63,9 @@ cdef enum:
     E_DISABLED = 7        # command not part of this spec (PIM command on plain DRAM)
     E_ALIGN = 8           # column command off a rising clock edge
     E_NOMEM = 9           # log buffer allocation failed
+    E_STALL = 10          # a front end made no progress (a livelock: see the front ends)
+    E_BARRIER = 11        # PIM barriers that can never all be reached (inconsistent order)
+    E_INTERRUPT = 12      # SIGINT (or another signal handler) raised during a run
 
 cdef struct ConsRow:
     # one compiled timing row (see sieve.dram.constraints.ResolvedConstraint)
@@ -117,6 +120,9 @@ cdef class Engine:
     cdef tick_t nREFI                   # all-bank refresh interval, ticks
     cdef tick_t nREFIpb                 # per-bank refresh interval, ticks
     cdef bint perbank_refresh           # 1: REFpb round robin, 0: REFab per PC
+    cdef tick_t ref_interval            # nREFIpb if perbank_refresh else nREFI
+    cdef int64_t pim_ab_off             # offset of the PIM row buffer in ab_row / n_open
+    cdef tick_t max_lat                 # largest constraint latency, ticks (stall watchdogs)
 
     # ---- command metadata (per command id) ----
     cdef int32_t[::1] cmd_scope         # lowest level the command addresses
@@ -146,6 +152,15 @@ cdef class Engine:
     cdef int32_t[::1] ab_row            # (buffer, global PC) -> row open in every bank, else -1
     cdef int32_t[::1] n_open            # (buffer, global PC) -> number of banks with a row open
 
+    # ---- refresh manager (both front ends; carried across runs) ----
+    cdef int64_t[::1] ref_due           # per PC: tick its next refresh is due
+    cdef int32_t[::1] ref_rr            # per PC: bank of its next REFpb (round robin)
+
+    # ---- issue order (carried across runs) ----
+    cdef int64_t[::1] pc_last           # per PC: tick of its latest command
+    cdef int64_t[::1] pc_lseq           # per PC: issue count after its latest command
+    cdef int64_t[::1] ch_last           # per channel: tick of its latest command
+
     # ---- statistics and log ----
     cdef int64_t[::1] cmd_count         # issued commands per command id
     cdef int64_t seq                    # commands issued so far
@@ -155,6 +170,7 @@ cdef class Engine:
     cdef int64_t log_cap
     cdef int status                     # sticky error status of a front end (E_*)
 
+    cdef int _check(self, int cmd, int ch, int pc, int sid, int bg, int ba, int* nodes) except -1
     cdef inline void _nodes(self, int ch, int pc, int sid, int bg, int ba, int* nodes) noexcept nogil
     cdef inline tick_t _earliest(self, int cmd, const int* nodes) noexcept nogil
     cdef inline tick_t _align(self, int cmd, tick_t t) noexcept nogil
@@ -162,3 +178,5 @@ cdef class Engine:
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
     cdef void _apply_state(self, int cmd, const int* nodes, int row) noexcept nogil
     cdef int _log(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
+    cdef int _ref_cmd(self, int64_t q, int64_t* bank) noexcept nogil
+    cdef void _ref_done(self, int64_t q) noexcept nogil

@@ -12,6 +12,7 @@
 # Both front ends are event-driven: they compute the earliest legal tick of every candidate
 # command and jump there, so idle ticks cost nothing.
 
+cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 
@@ -42,6 +43,26 @@ DEBUG_BUILD = bool(SIEVE_DEBUG_BUILD)
 
 cdef tick_t T_INF = (<tick_t>1) << 62
 
+cdef extern from "Python.h":
+    int PyErr_CheckSignals()
+
+# Long loops re-acquire the GIL every SIGNAL_EVERY issued commands to run Python's signal
+# handlers (Ctrl-C raises KeyboardInterrupt instead of being ignored until the run ends).
+cdef int64_t SIGNAL_MASK = (1 << 16) - 1
+
+
+cdef int _check_signals() noexcept nogil:
+    """Run pending Python signal handlers; E_INTERRUPT if one raised (the exception is set)."""
+    cdef int rc
+    with gil:
+        rc = PyErr_CheckSignals()
+    return E_INTERRUPT if rc != 0 else E_OK
+
+
+cdef int _reraise() except -1:
+    """Propagate the exception a signal handler left pending (see _check_signals)."""
+    return -1
+
 # Numpy view of LogRec (2 x int64 + 8 x int32, no padding); must equal sieve.dram.log.LOG_DTYPE
 # (sieve.dram.device asserts it at import).
 LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
@@ -58,39 +79,13 @@ cdef enum:
     K_MACS = 4       # MACAB commands per activated row
     K_NRES = 5       # RDRES bursts per vector
     K_BASE = 6       # first row of the kernel's weights
-    K_GAP = 7        # ticks between the previous kernel's last result and this kernel's start
-    K_SYNC = 8       # 1: channel barrier before the kernel (see run_pim)
-    K_NFIELDS = 9
+    K_GAP = 7        # ticks between the previous kernel's end (or barrier) and this kernel's start
+    K_NFIELDS = 8
 KERNEL_FIELDS = ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
-                 "n_res", "base_row", "gap_ticks", "sync")
+                 "n_res", "base_row", "gap_ticks")
 
-# Per-PC stream state columns (run_pim)
-cdef enum:
-    P_SLOT = 0       # current kernel slot in prog_kern
-    P_END = 1        # one past the PC's last slot
-    P_PH = 2         # phase (PH_*)
-    P_V = 3          # vector
-    P_K = 4          # chunk
-    P_R = 5          # row within the chunk
-    P_CNT = 6        # GWRITE / MACAB / RDRES issued in the current group
-    P_OPEN = 7       # open PIM row, -1 none
-    P_LAST = 8       # tick of the PC's previous command (in-order issue)
-    P_READY = 9      # earliest start of the current kernel
-    P_NREF = 10      # next REFab due tick
-    P_REF = 11       # refresh sequence: 0 none, 1 PREAB next, 2 REFab next
-    P_LSEQ = 12      # engine issue count at the PC's previous command (bus arbitration)
-    P_NSYNC = 13     # sync kernels in the PC's stream
-    P_SYNCN = 14     # sync barriers the PC has passed
-    P_WEND = 15      # tick the PC reached its current barrier (end of its previous kernel)
-    P_NFIELDS = 16
-
-cdef enum:
-    PH_GW = 0
-    PH_ROW = 1
-    PH_RES = 2
-    PH_DONE = 3
-    PH_WAIT = 4      # at a sync barrier, waiting for the channel's other PCs
-
+#: Largest tick a run may reach (ticks are int64; T_INF = 2**62 marks "never").
+MAX_TICK = (1 << 61)
 
 cdef inline tick_t _max(tick_t a, tick_t b) noexcept nogil:
     return a if a > b else b
@@ -99,7 +94,8 @@ cdef inline tick_t _max(tick_t a, tick_t b) noexcept nogil:
 cdef class Engine:
     """DRAM/PIM device state and the single-command API; the front ends are the module
     functions run_requests (_dram_requests.pxi) and run_pim (_dram_pim.pxi). Use through
-    sieve.dram, not directly."""
+    sieve.dram.device, not directly. Every Python-visible method checks its arguments, so no
+    call can index outside the engine's arrays."""
 
     def __cinit__(self):
         self.rows = NULL
@@ -117,7 +113,12 @@ cdef class Engine:
 
     def __init__(self, dict arrays, int n_channels, bint log=False):
         cdef int l
-        counts = arrays["counts"]
+        counts = np.asarray(arrays["counts"], dtype=np.int64)
+        if counts.shape != (N_LEVELS,) or n_channels < 1 or np.any(counts[1:] < 1):
+            raise ValueError("Engine: counts must be 5 positive level sizes, n_channels >= 1")
+        total = int(n_channels) * int(np.prod(counts[1:]))
+        if total > (1 << 31) - 1:
+            raise ValueError(f"Engine: {total} banks exceed the engine's int32 bank index")
         self.cnt[0] = n_channels
         for l in range(1, N_LEVELS):
             self.cnt[l] = int(counts[l])
@@ -125,34 +126,81 @@ cdef class Engine:
         for l in range(1, N_LEVELS):
             self.n_nodes[l] = self.n_nodes[l - 1] * self.cnt[l]
         self.n_cmd = int(arrays["n_cmd"])
+        if self.n_cmd != C_RDRES + 1:
+            raise ValueError(f"Engine: the command table must have {C_RDRES + 1} commands")
         self.banks_per_pc = self.cnt[2] * self.cnt[3] * self.cnt[4]
         self.banks_per_ch = self.banks_per_pc * self.cnt[1]
         self.n_rows = int(arrays["rows"])
         self.n_cols = int(arrays["columns"])
         self.tpc = int(arrays["ticks_per_ck"])
+        if self.n_rows < 1 or self.n_cols < 1 or self.tpc < 1:
+            raise ValueError("Engine: rows, columns and ticks_per_ck must be >= 1")
         self.read_lat = int(arrays["read_latency"])
         self.write_lat = int(arrays["write_latency"])
         self.nREFI = int(arrays["nREFI"])
         self.nREFIpb = int(arrays["nREFIpb"])
         self.perbank_refresh = bool(arrays["refresh_perbank"])
-        self.cmd_scope = np.ascontiguousarray(arrays["cmd_scope"], dtype=np.int32)
-        self.cmd_kind = np.ascontiguousarray(arrays["cmd_kind"], dtype=np.int32)
-        self.cmd_buffer = np.ascontiguousarray(arrays["cmd_buffer"], dtype=np.int32)
-        self.cmd_align = np.ascontiguousarray(arrays["cmd_align"], dtype=np.int32)
+        self.ref_interval = self.nREFIpb if self.perbank_refresh else self.nREFI
+        if self.ref_interval < 1:
+            raise ValueError("Engine: the refresh interval must be >= 1 tick")
+
+        def vec(name, dtype, n):
+            v = np.ascontiguousarray(arrays[name], dtype=dtype)
+            if v.shape != (n,):
+                raise ValueError(f"Engine: {name} must have {n} entries")
+            return v
+
+        nc = self.n_cmd
+        self.cmd_scope = vec("cmd_scope", np.int32, nc)
+        self.cmd_kind = vec("cmd_kind", np.int32, nc)
+        self.cmd_buffer = vec("cmd_buffer", np.int32, nc)
+        self.cmd_align = vec("cmd_align", np.int32, nc)
+        self.cmd_enabled = vec("cmd_enabled", np.int32, nc)
+        if (np.any((np.asarray(self.cmd_scope) < 0) | (np.asarray(self.cmd_scope) >= N_LEVELS))
+                or np.any((np.asarray(self.cmd_buffer) < 0) | (np.asarray(self.cmd_buffer) > 1))
+                or np.any(np.asarray(self.cmd_align) < 1)):
+            raise ValueError("Engine: command scopes, buffers or alignments out of range")
         if np.any(np.asarray(self.cmd_align) & (np.asarray(self.cmd_align) - 1)):
             raise ValueError("command alignments (ticks_per_ck) must be powers of two")
         self.cmd_amask = np.asarray(self.cmd_align, dtype=np.int64) - 1
-        self.cmd_enabled = np.ascontiguousarray(arrays["cmd_enabled"], dtype=np.int32)
-        self.cons_ptr = np.ascontiguousarray(arrays["cons_ptr"], dtype=np.int32)
-        self.cons_nplain = np.ascontiguousarray(arrays["cons_nplain"], dtype=np.int32)
+        ptr = vec("cons_ptr", np.int32, N_LEVELS * nc + 1)
+        nxt = np.ascontiguousarray(arrays["cons_next"], dtype=np.int32)
+        n_rows_c = nxt.shape[0]
+        lat_a = np.ascontiguousarray(arrays["cons_lat"], dtype=np.int64)
+        win_a = np.ascontiguousarray(arrays["cons_win"], dtype=np.int32)
+        sib_a = np.ascontiguousarray(arrays["cons_sib"], dtype=np.int32)
+        nplain = vec("cons_nplain", np.int32, N_LEVELS * nc)
+        if (ptr[0] != 0 or ptr[ptr.shape[0] - 1] != n_rows_c or np.any(np.diff(ptr) < 0)
+                or lat_a.shape != (n_rows_c,) or win_a.shape != (n_rows_c,)
+                or sib_a.shape != (n_rows_c,) or np.any((nxt < 0) | (nxt >= nc))
+                or np.any(lat_a < 0) or np.any(lat_a > MAX_TICK) or np.any(nplain < 0)
+                or np.any(nplain > np.diff(ptr))):
+            raise ValueError("Engine: inconsistent constraint table")
+        self.max_window = max(1, int(arrays["max_window"]))
+        if np.any((win_a < 1) | (win_a > self.max_window)):
+            raise ValueError("Engine: constraint windows out of range")
+        self.cons_ptr = ptr
+        self.cons_nplain = nplain
         # an empty table still needs a valid buffer
-        self.cons_next = np.ascontiguousarray(np.append(arrays["cons_next"], 0), dtype=np.int32)
-        self.cons_lat = np.ascontiguousarray(np.append(arrays["cons_lat"], 0), dtype=np.int64)
-        self.cons_win = np.ascontiguousarray(np.append(arrays["cons_win"], 1), dtype=np.int32)
-        self.cons_sib = np.ascontiguousarray(np.append(arrays["cons_sib"], 0), dtype=np.int32)
-        self.hist_slot = np.ascontiguousarray(arrays["hist_slot"], dtype=np.int32)
+        self.cons_next = np.ascontiguousarray(np.append(nxt, 0), dtype=np.int32)
+        self.cons_lat = np.ascontiguousarray(np.append(lat_a, 0), dtype=np.int64)
+        self.cons_win = np.ascontiguousarray(np.append(win_a, 1), dtype=np.int32)
+        self.cons_sib = np.ascontiguousarray(np.append(sib_a, 0), dtype=np.int32)
+        self.max_lat = int(lat_a.max()) if n_rows_c else 0
+        n_slots = np.asarray(arrays["n_slots"], dtype=np.int64)
+        hs = vec("hist_slot", np.int32, N_LEVELS * nc)
+        if n_slots.shape != (N_LEVELS,) or np.any(n_slots < 0) or np.any(
+                hs >= np.repeat(n_slots, nc)) or np.any(hs < -1):
+            raise ValueError("Engine: inconsistent history slots")
+        # every windowed row must have a history slot for its (level, preceding command)
+        for lv in range(N_LEVELS):
+            for c in range(nc):
+                k0, k1 = ptr[lv * nc + c], ptr[lv * nc + c + 1]
+                if np.any(win_a[k0:k1] > 1) and hs[lv * nc + c] < 0:
+                    raise ValueError("Engine: a windowed constraint has no history slot")
+        self.hist_slot = hs
         cdef int64_t k
-        self.n_rows_total = len(arrays["cons_next"])
+        self.n_rows_total = n_rows_c
         self.rows = <ConsRow*>malloc(max(1, self.n_rows_total) * sizeof(ConsRow))
         if self.rows == NULL:
             raise MemoryError("Engine: constraint rows")
@@ -161,8 +209,6 @@ cdef class Engine:
             self.rows[k].nxt = self.cons_next[k]
             self.rows[k].win = <int16_t>self.cons_win[k]
             self.rows[k].sib = <int16_t>self.cons_sib[k]
-        self.max_window = max(1, int(arrays["max_window"]))
-        n_slots = arrays["n_slots"]
         cdef int64_t off = 0, hoff = 0
         for l in range(N_LEVELS):
             self.n_slots[l] = int(n_slots[l])
@@ -176,6 +222,12 @@ cdef class Engine:
         self.open_row = np.full(self.n_buffers * self.n_nodes[4], -1, dtype=np.int32)
         self.ab_row = np.full(self.n_buffers * self.n_nodes[1], -1, dtype=np.int32)
         self.n_open = np.zeros(self.n_buffers * self.n_nodes[1], dtype=np.int32)
+        self.pim_ab_off = <int64_t>self.cmd_buffer[C_ACTAB] * self.n_nodes[1]
+        self.ref_due = np.full(self.n_nodes[1], self.ref_interval, dtype=np.int64)
+        self.ref_rr = np.zeros(self.n_nodes[1], dtype=np.int32)
+        self.pc_last = np.zeros(self.n_nodes[1], dtype=np.int64)
+        self.pc_lseq = np.zeros(self.n_nodes[1], dtype=np.int64)
+        self.ch_last = np.zeros(self.n_nodes[0], dtype=np.int64)
         self.cmd_count = np.zeros(self.n_cmd, dtype=np.int64)
         self.seq = 0
         self.status = E_OK
@@ -185,12 +237,18 @@ cdef class Engine:
     # State management (Python-visible)
     # ---------------------------------------------------------------------------------------
     def reset(self):
-        """Return to power-on state: all banks closed, no timing history, empty log."""
+        """Return to power-on state: all banks closed, no timing history, refresh counters at
+        their reset phase (first refresh due one interval after tick 0), empty log."""
         self.ready[:] = 0
         self.hist[:] = -1
         self.open_row[:] = -1
         self.ab_row[:] = -1
         self.n_open[:] = 0
+        self.ref_due[:] = self.ref_interval
+        self.ref_rr[:] = 0
+        self.pc_last[:] = 0
+        self.pc_lseq[:] = 0
+        self.ch_last[:] = 0
         self.cmd_count[:] = 0
         self.seq = 0
         self.log_n = 0
@@ -209,12 +267,24 @@ cdef class Engine:
         """E_* status of the last front-end run (0 = completed)."""
         return self.status
 
+    @property
+    def refresh_interval(self):
+        """Ticks between two refreshes of a pseudo-channel (nREFIpb in per-bank mode)."""
+        return self.ref_interval
+
+    @property
+    def max_latency(self):
+        """Largest latency of the constraint table, ticks."""
+        return self.max_lat
+
     def counts(self):
         """Issued commands per command id (copy)."""
         return np.asarray(self.cmd_count).copy()
 
     def open_rows(self, int buffer=0):
         """Open row of every bank (global bank order), -1 = closed (copy)."""
+        if not 0 <= buffer < self.n_buffers:
+            raise ValueError(f"row buffer {buffer} out of range [0, {self.n_buffers})")
         n = self.n_nodes[4]
         return np.asarray(self.open_row[buffer * n:(buffer + 1) * n]).copy()
 
@@ -229,14 +299,129 @@ cdef class Engine:
         raw = (<char*>self.log_buf)[:n * sizeof(LogRec)]  # bytes copy of the C buffer
         return np.frombuffer(raw, dtype=LOG_DTYPE, count=n).copy()
 
+    def take_log(self):
+        """The command log recorded since the last take_log (a copy); empties the buffer."""
+        out = self.get_log()
+        self.log_n = 0
+        return out
+
+    # Persistent state: the arrays a run starts from, in a fixed order (sieve.dram.device
+    # normalises them into exact memo keys and broadcasts channels of symmetric runs).
+    STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "n_open", "ref_due", "ref_rr",
+                    "pc_last", "pc_lseq", "ch_last")
+
+    def layout(self):
+        """Sizes needed to slice the state per channel: per-level node counts, offsets and
+        history slots, row buffers, commands, window."""
+        return {"n_nodes": [self.n_nodes[l] for l in range(N_LEVELS)],
+                "lvl_off": [self.lvl_off[l] for l in range(N_LEVELS)],
+                "hist_off": [self.hist_off[l] for l in range(N_LEVELS)],
+                "n_slots": [self.n_slots[l] for l in range(N_LEVELS)],
+                "n_cmd": self.n_cmd, "max_window": self.max_window,
+                "n_buffers": self.n_buffers, "banks_per_pc": self.banks_per_pc,
+                "n_channels": self.cnt[0], "pcs_per_channel": self.cnt[1],
+                "ticks_per_ck": self.tpc, "refresh_interval": self.ref_interval,
+                "align": int(np.max(self.cmd_align))}
+
+    def _arrays(self):
+        return {"ready": np.asarray(self.ready), "hist": np.asarray(self.hist),
+                "open_row": np.asarray(self.open_row), "ab_row": np.asarray(self.ab_row),
+                "n_open": np.asarray(self.n_open), "ref_due": np.asarray(self.ref_due),
+                "ref_rr": np.asarray(self.ref_rr), "pc_last": np.asarray(self.pc_last),
+                "pc_lseq": np.asarray(self.pc_lseq), "ch_last": np.asarray(self.ch_last)}
+
+    def get_state(self):
+        """Copies of the persistent state arrays (STATE_FIELDS), plus the issue count."""
+        d = {k: v.copy() for k, v in self._arrays().items()}
+        d["seq"] = self.seq
+        return d
+
+    def set_state(self, dict state):
+        """Overwrite the persistent state (every STATE_FIELDS array, same shapes) and the
+        issue count; checked, so no value can make the engine index outside its arrays."""
+        cur = self._arrays()
+        new = {}
+        for k in self.STATE_FIELDS:
+            v = np.asarray(state[k])
+            if v.shape != cur[k].shape or v.dtype.kind not in "iu":
+                raise ValueError(f"Engine.set_state: {k} must be an integer array of shape "
+                                 f"{cur[k].shape}")
+            new[k] = v.astype(cur[k].dtype, casting="unsafe")
+        if np.any((new["ref_rr"] < 0) | (new["ref_rr"] >= self.banks_per_pc)):
+            raise ValueError("Engine.set_state: ref_rr out of range")
+        if np.any((new["n_open"] < 0) | (new["n_open"] > self.banks_per_pc)):
+            raise ValueError("Engine.set_state: n_open out of range")
+        for k in ("ready", "ref_due", "pc_last", "ch_last"):
+            if np.any(np.abs(new[k]) > MAX_TICK):
+                raise ValueError(f"Engine.set_state: {k} out of the tick range")
+        seq = int(state["seq"])
+        if not 0 <= seq <= MAX_TICK or np.any((new["pc_lseq"] < 0) | (new["pc_lseq"] > seq)):
+            raise ValueError("Engine.set_state: seq / pc_lseq out of range")
+        for k in self.STATE_FIELDS:
+            cur[k][...] = new[k]
+        self.seq = seq
+
+    def broadcast_channel(self, int src=0):
+        """Copy channel ``src``'s whole state to every other channel (symmetric runs)."""
+        cdef int l
+        if not 0 <= src < self.cnt[0]:
+            raise ValueError(f"channel {src} out of range [0, {self.cnt[0]})")
+        a = self._arrays()
+        nch = self.cnt[0]
+        for l in range(N_LEVELS):
+            per = self.n_nodes[l] // nch * self.n_cmd
+            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch].reshape(nch, per)
+            seg[:] = seg[src]
+            per = self.n_nodes[l] // nch * self.n_slots[l] * self.max_window
+            if per:
+                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch].reshape(nch, per)
+                seg[:] = seg[src]
+        for k, level in (("open_row", 4), ("ab_row", 1), ("n_open", 1)):
+            seg = a[k].reshape(self.n_buffers, nch, -1)
+            seg[:] = seg[:, src:src + 1]
+        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
+            seg = a[k].reshape(nch, -1)
+            seg[:] = seg[src]
+        a["ch_last"][:] = a["ch_last"][src]
+
+    def replicate_counts(self, counts_before, int64_t seq_before, int reps):
+        """After a run simulated on one channel and broadcast to ``reps`` channels: scale the
+        commands issued since (``counts_before``, ``seq_before``) by ``reps``."""
+        cb = np.asarray(counts_before, dtype=np.int64)
+        if cb.shape != (self.n_cmd,) or reps < 1 or not 0 <= seq_before <= self.seq:
+            raise ValueError("Engine.replicate_counts: bad arguments")
+        cur = np.asarray(self.cmd_count)
+        cur[:] = cb + (cur - cb) * reps
+        self.seq = seq_before + (self.seq - seq_before) * reps
+
     # ---------------------------------------------------------------------------------------
     # Single-command API (probe / strict issue); addresses are (ch, pc, sid, bg, bank)
     # ---------------------------------------------------------------------------------------
+    cdef int _check(self, int cmd, int ch, int pc, int sid, int bg, int ba, int* nodes) except -1:
+        """Validate a command id and the address levels it uses; fill `nodes`."""
+        cdef int l
+        cdef int a[5]
+        if not 0 <= cmd < self.n_cmd:
+            raise ValueError(f"command id {cmd} out of range [0, {self.n_cmd})")
+        a[0] = ch
+        a[1] = pc
+        a[2] = sid
+        a[3] = bg
+        a[4] = ba
+        for l in range(N_LEVELS):
+            if l > self.cmd_scope[cmd]:
+                a[l] = 0  # levels below the command's scope are not addressed
+            elif not 0 <= a[l] < self.cnt[l]:
+                raise ValueError(f"address level {l} index {a[l]} out of range "
+                                 f"[0, {self.cnt[l]})")
+        self._nodes(a[0], a[1], a[2], a[3], a[4], nodes)
+        return 0
+
     def earliest(self, int cmd, int ch, int pc, int sid, int bg, int ba, bint aligned=True):
         """Earliest legal tick of `cmd` at this address by timing alone (rising edge for
         column commands unless aligned=False)."""
         cdef int nodes[5]
-        self._nodes(ch, pc, sid, bg, ba, nodes)
+        self._check(cmd, ch, pc, sid, bg, ba, nodes)
         if aligned:
             return self._align(cmd, self._earliest(cmd, nodes))
         return self._earliest(cmd, nodes)
@@ -244,7 +429,7 @@ cdef class Engine:
     def state_check(self, int cmd, int ch, int pc, int sid, int bg, int ba, int row):
         """0 if the bank state allows `cmd`, else an E_* status code."""
         cdef int nodes[5]
-        self._nodes(ch, pc, sid, bg, ba, nodes)
+        self._check(cmd, ch, pc, sid, bg, ba, nodes)
         return self._state(cmd, nodes, row)
 
     def issue(self, int cmd, int ch, int pc, int sid, int bg, int ba, int row, int col,
@@ -257,7 +442,9 @@ cdef class Engine:
         """
         cdef int nodes[5]
         cdef int rc
-        self._nodes(ch, pc, sid, bg, ba, nodes)
+        self._check(cmd, ch, pc, sid, bg, ba, nodes)
+        if not -MAX_TICK <= clk <= MAX_TICK:
+            raise ValueError(f"tick {clk} out of range [-2**61, 2**61]")
         if not force:
             if clk < self._earliest(cmd, nodes):
                 return E_TIMING
@@ -454,7 +641,44 @@ cdef class Engine:
             if self._log(cmd, nodes, row, col, clk) != E_OK:
                 return E_NOMEM
         self.seq += 1
+        self.pc_last[nodes[1]] = clk
+        self.pc_lseq[nodes[1]] = self.seq
+        if clk > self.ch_last[nodes[0]]:
+            self.ch_last[nodes[0]] = clk
         return E_OK
+
+    # ---------------------------------------------------------------------------------------
+    # Refresh manager (both front ends): when a PC's refresh is due, its rows are closed and
+    # it is refreshed; the due times live here, so they carry from one run to the next.
+    # ---------------------------------------------------------------------------------------
+    cdef int _ref_cmd(self, int64_t q, int64_t* bank) noexcept nogil:
+        """Next command of PC q's due refresh, from the bank state: close what is open (PREAB
+        for a row opened by ACTAB in every bank, PREA / PRE for rows opened by ACT), then
+        REFab (all-bank mode) or REFpb of the round-robin bank (per-bank mode). `bank` gets
+        the global bank the command addresses (the PC's first bank for PC-scope commands)."""
+        cdef int64_t npc = self.n_nodes[1]
+        cdef int64_t nb = self.n_nodes[4]
+        cdef int64_t b
+        if self.perbank_refresh:
+            b = q * self.banks_per_pc + self.ref_rr[q]
+            bank[0] = b
+            if self.open_row[b] != -1:
+                return C_PRE
+            if self.n_buffers > 1 and self.open_row[nb + b] != -1:
+                return C_PREAB
+            return C_REFPB
+        bank[0] = q * self.banks_per_pc
+        if self.n_open[q] > 0:
+            return C_PREAB if (self.ab_row[q] >= 0 and self.cmd_enabled[C_PREAB]) else C_PREA
+        if self.n_buffers > 1 and self.n_open[npc + q] > 0:
+            return C_PREAB
+        return C_REFAB
+
+    cdef void _ref_done(self, int64_t q) noexcept nogil:
+        """PC q's refresh was issued: the next one is due one interval later."""
+        self.ref_due[q] += self.ref_interval
+        if self.perbank_refresh:
+            self.ref_rr[q] = (self.ref_rr[q] + 1) % self.banks_per_pc
 
 
 include "_dram_requests.pxi"

@@ -1,251 +1,563 @@
 # Front end 2 of the engine: PIM programs (GEMV kernels expanded to commands here, never in
-# Python). Included by _dram.pyx (module level); only sieve/dram.py calls it.
+# Python). Included by _dram.pyx (module level); only sieve/dram/device.py calls it.
+#
+# A run starts from whatever state the engine holds (timing, open rows, refresh due times,
+# each PC's last command): programs run one after another on the same engine continue exactly
+# where the previous one stopped (sieve.dram.device.PimDevice).
+
+# Per-PC stream state columns
+cdef enum:
+    P_SLOT = 0       # current kernel slot in prog_kern
+    P_END = 1        # one past the PC's last slot
+    P_PH = 2         # phase (PH_*)
+    P_V = 3          # vector
+    P_K = 4          # chunk
+    P_R = 5          # row within the chunk
+    P_CNT = 6        # GWRITE / MACAB / RDRES issued in the current group
+    P_READY = 7      # earliest start of the current kernel
+    P_REF = 8        # 1: a refresh sequence is in progress ahead of the PC's next command
+    P_WEND = 9       # end of the kernel before the barrier the PC waits at
+    P_PROG = 10      # tick of the PC's last GWRITE / MACAB / RDRES (stall watchdog)
+    P_NFIELDS = 11
+
+cdef enum:
+    PH_GW = 0
+    PH_ROW = 1
+    PH_RES = 2
+    PH_DONE = 3
+    PH_WAIT = 4      # at a barrier, waiting for the other PCs of its barrier set
+
+cdef enum:
+    CAND_WORK = 0    # a command of the PC's kernel stream
+    CAND_REF = 1     # refresh ahead of the PC's next command (pulled in, see R1)
+    CAND_IDLE = 2    # refresh of a PC with nothing to do (on schedule, see R2)
+
+# A refresh is pulled in at most this many intervals ahead of its due tick (JEDEC allows 8;
+# with 7, two refreshes are never more than 8 intervals + one refresh sequence apart, inside
+# the checker's 9 x tREFI postponement limit).
+cdef tick_t PULL_IN = 7
+
+
+@cython.final
+cdef class _PimRun:
+    """The state of one run_pim call (streams, barriers, outputs) and its nogil steps."""
+
+    cdef Engine eng
+    cdef const int64_t[:, ::1] kern
+    cdef const int32_t[::1] pk          # kernel of each slot
+    cdef const int32_t[::1] pb          # barrier set of each slot's kernel, -1 none
+    cdef int64_t[:, ::1] st
+    cdef int64_t[::1] k_start
+    cdef int64_t[::1] k_end
+    cdef int64_t[::1] busy
+    cdef int64_t[::1] finish
+    cdef int64_t[::1] nref
+    cdef int32_t[::1] mem_ptr           # CSR: member PCs of each barrier set
+    cdef int32_t[::1] mem
+    cdef int32_t[::1] need_ptr          # CSR: participants of each instance of each set
+    cdef int32_t[::1] need
+    cdef int64_t[::1] bar_cur           # per set: current instance
+    cdef int64_t[::1] bar_arr           # per set: PCs arrived at the current instance
+    cdef int64_t[::1] bar_top           # per set: latest end among them
+    cdef int8_t[::1] dirty              # per channel: its candidates changed (rescan it)
+    cdef int32_t[::1] dlist             # the dirty channels (a stack)
+    cdef int nd
+    cdef int n_pc_ch
+    cdef tick_t pull
+    cdef tick_t stall_limit
+
+    cdef inline void _mark(self, int64_t c) noexcept nogil:
+        if not self.dirty[c]:
+            self.dirty[c] = 1
+            self.dlist[self.nd] = <int32_t>c
+            self.nd += 1
+
+    cdef inline int _row(self, int64_t kk, int64_t k, int64_t r) noexcept nogil:
+        # in range: run_pim refuses kernels whose rows do not fit in a bank
+        return <int>(self.kern[kk, K_BASE] + k * self.kern[kk, K_ROWS] + r)
+
+    cdef void _release(self, int64_t s) noexcept nogil:
+        """Every PC of barrier set s has arrived: start their next kernels ``gap`` after the
+        latest end among them."""
+        cdef int64_t i, p, slot
+        cdef tick_t top = self.bar_top[s]
+        for i in range(self.mem_ptr[s], self.mem_ptr[s + 1]):
+            p = self.mem[i]
+            slot = self.st[p, P_SLOT]
+            if self.st[p, P_PH] == PH_WAIT and self.pb[slot] == s:
+                self.st[p, P_PH] = PH_GW
+                self.st[p, P_READY] = top + self.kern[self.pk[slot], K_GAP]
+                self._mark(p // self.n_pc_ch)
+        self.bar_cur[s] += 1
+        self.bar_arr[s] = 0
+        self.bar_top[s] = 0
+
+    cdef void _arrive(self, int64_t q, tick_t end) noexcept nogil:
+        """PC q reached the barrier of its current kernel, its previous kernel ending at
+        `end`; releases the barrier when it is the last participant."""
+        cdef int64_t s = self.pb[self.st[q, P_SLOT]]
+        self.st[q, P_PH] = PH_WAIT
+        self.st[q, P_WEND] = end
+        self.bar_arr[s] += 1
+        if end > self.bar_top[s]:
+            self.bar_top[s] = end
+        if self.bar_arr[s] == self.need[self.need_ptr[s] + self.bar_cur[s]]:
+            self._release(s)
+
+    cdef void _finish_kernel(self, int64_t q) noexcept nogil:
+        """Book the end of PC q's current kernel and move to its next one."""
+        cdef int64_t slot = self.st[q, P_SLOT]
+        cdef tick_t end
+        if self.k_end[slot] < 0:
+            if self.k_start[slot] < 0:
+                # no command at all (every count 0): starts and ends when it may start
+                self.k_start[slot] = self.st[q, P_READY]
+                self.k_end[slot] = self.st[q, P_READY]
+            else:
+                # no readback: it ends with its last command (+1 CK)
+                self.k_end[slot] = self.eng.pc_last[q] + self.eng.tpc
+        end = self.k_end[slot]
+        self.busy[q] += end - self.k_start[slot]
+        if end > self.finish[q]:
+            self.finish[q] = end
+        slot += 1
+        self.st[q, P_SLOT] = slot
+        self.st[q, P_V] = 0
+        self.st[q, P_K] = 0
+        self.st[q, P_CNT] = 0
+        if slot >= self.st[q, P_END]:
+            self.st[q, P_PH] = PH_DONE
+        elif self.pb[slot] >= 0:
+            self._arrive(q, end)
+        else:
+            self.st[q, P_PH] = PH_GW
+            self.st[q, P_READY] = end + self.kern[self.pk[slot], K_GAP]
+
+    cdef int _next(self, int64_t q) noexcept nogil:
+        """Next command of PC q's stream (-1 when it is finished or waits at a barrier).
+
+        Moves the stream past finished loops (which depends on counters only, never on time),
+        so calling it again without an issue returns the same command.
+        """
+        cdef int64_t kk, row, open_row
+        while True:
+            if self.st[q, P_PH] == PH_DONE or self.st[q, P_PH] == PH_WAIT:
+                return -1
+            kk = self.pk[self.st[q, P_SLOT]]
+            if self.st[q, P_PH] == PH_GW:
+                if self.st[q, P_CNT] < self.kern[kk, K_GW]:
+                    return C_GWRITE
+                self.st[q, P_PH] = PH_ROW
+                self.st[q, P_R] = 0
+                self.st[q, P_CNT] = 0
+            elif self.st[q, P_PH] == PH_ROW:
+                if self.st[q, P_R] < self.kern[kk, K_ROWS] and self.kern[kk, K_MACS] > 0:
+                    row = self._row(kk, self.st[q, P_K], self.st[q, P_R])
+                    open_row = self.eng.ab_row[self.eng.pim_ab_off + q]
+                    if open_row != row:
+                        return C_PREAB if open_row >= 0 else C_ACTAB
+                    if self.st[q, P_CNT] < self.kern[kk, K_MACS]:
+                        return C_MACAB
+                    self.st[q, P_R] += 1
+                    self.st[q, P_CNT] = 0
+                    continue
+                self.st[q, P_K] += 1
+                self.st[q, P_CNT] = 0
+                if self.st[q, P_K] < self.kern[kk, K_NCHUNK]:
+                    self.st[q, P_PH] = PH_GW
+                else:
+                    self.st[q, P_PH] = PH_RES
+            elif self.st[q, P_PH] == PH_RES:
+                if self.st[q, P_CNT] < self.kern[kk, K_NRES]:
+                    return C_RDRES
+                self.st[q, P_V] += 1
+                self.st[q, P_K] = 0
+                self.st[q, P_CNT] = 0
+                if self.st[q, P_V] < self.kern[kk, K_NVEC]:
+                    self.st[q, P_PH] = PH_GW
+                    continue
+                self._finish_kernel(q)
+
+    cdef bint _scan(self, int c, tick_t* out_e, int* out_cmd, int* out_pl,
+                    int* out_kind) noexcept nogil:
+        """The command channel c issues next: the earliest candidate of its PCs, on a tie the
+        PC served least recently (the shared command buses). Returns whether any PC of the
+        channel still has work (False: the channel is finished or all its PCs wait)."""
+        cdef int nodes[5]
+        cdef int pl, cmd, kind, best_cmd = -1, best_pl = -1, best_kind = CAND_WORK
+        cdef int64_t q, b, q0 = <int64_t>c * self.n_pc_ch
+        cdef tick_t e, best_e = T_INF, floor = self.eng.ch_last[c]
+        cdef bint work = False
+        for pl in range(self.n_pc_ch):
+            q = q0 + pl
+            self.eng._nodes(c, pl, 0, 0, 0, nodes)
+            if self.st[q, P_REF]:
+                # R1, continued: the refresh sequence started ahead of the PC's work
+                cmd = self.eng._ref_cmd(q, &b)
+                kind = CAND_REF
+                work = True
+                e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
+                         self.eng.ref_due[q] - self.pull)
+            else:
+                cmd = self._next(q)
+                if cmd >= 0:
+                    kind = CAND_WORK
+                    work = True
+                    e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
+                                             _max(self.st[q, P_READY], floor)))
+                    if self.eng.ref_due[q] <= e:
+                        # R1: the refresh falls due before the PC's next command: the work
+                        # yields; the refresh may be pulled in (at most PULL_IN intervals)
+                        self.st[q, P_REF] = 1
+                        cmd = self.eng._ref_cmd(q, &b)
+                        kind = CAND_REF
+                        e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
+                                 self.eng.ref_due[q] - self.pull)
+                else:
+                    # R2: nothing to do (finished, or at a barrier): refresh on schedule
+                    cmd = self.eng._ref_cmd(q, &b)
+                    kind = CAND_IDLE
+                    e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]), self.eng.ref_due[q])
+            e = self.eng._align(cmd, _max(e, floor))  # a channel issues in time order
+            if e < best_e or (e == best_e and self.eng.pc_lseq[q] < self.eng.pc_lseq[q0 + best_pl]):
+                best_e = e
+                best_cmd = cmd
+                best_pl = pl
+                best_kind = kind
+        out_e[0] = best_e
+        out_cmd[0] = best_cmd
+        out_pl[0] = best_pl
+        out_kind[0] = best_kind
+        return work
+
+    cdef int _issue(self, int c, int pl, int cmd, int kind, tick_t now) noexcept nogil:
+        """Issue `cmd` for PC (c, pl) at `now` and advance its stream counters."""
+        cdef int nodes[5]
+        cdef int64_t q = <int64_t>c * self.n_pc_ch + pl
+        cdef int64_t slot, kk
+        cdef int row = -1, col = -1, rc
+        self.eng._nodes(c, pl, 0, 0, 0, nodes)
+        if kind != CAND_WORK:
+            rc = self.eng._issue(cmd, nodes, -1, -1, now)
+            if cmd == C_REFAB:
+                self.eng._ref_done(q)
+                self.st[q, P_REF] = 0
+                self.nref[q] += 1
+            return rc
+        slot = self.st[q, P_SLOT]
+        kk = self.pk[slot]
+        if cmd == C_ACTAB or cmd == C_PREAB:
+            # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
+            # closes its row before the first MAC every time)
+            if now - _max(self.st[q, P_PROG], self.st[q, P_READY]) > self.stall_limit:
+                return E_STALL
+        else:
+            self.st[q, P_PROG] = now
+        if self.k_start[slot] < 0:
+            self.k_start[slot] = now
+        if cmd == C_ACTAB:
+            row = self._row(kk, self.st[q, P_K], self.st[q, P_R])
+        elif cmd == C_MACAB:
+            row = self.eng.ab_row[self.eng.pim_ab_off + q]
+            col = <int>(self.st[q, P_CNT] % self.eng.n_cols)
+        elif cmd == C_GWRITE or cmd == C_RDRES:
+            col = <int>(self.st[q, P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
+        rc = self.eng._issue(cmd, nodes, row, col, now)
+        if cmd != C_ACTAB and cmd != C_PREAB:
+            self.st[q, P_CNT] += 1
+            if (cmd == C_RDRES and self.st[q, P_CNT] == self.kern[kk, K_NRES]
+                    and self.st[q, P_V] + 1 == self.kern[kk, K_NVEC]):
+                self.k_end[slot] = now + self.eng.read_lat
+        return rc
+
+
+# ---- an indexed binary min-heap of channels keyed by (next tick, channel) ------------------
+
+cdef inline bint _hless(int64_t[::1] key, int a, int b) noexcept nogil:
+    return key[a] < key[b] or (key[a] == key[b] and a < b)
+
+
+cdef void _hswap(int32_t[::1] heap, int32_t[::1] pos, int i, int j) noexcept nogil:
+    cdef int32_t t = heap[i]
+    heap[i] = heap[j]
+    heap[j] = t
+    pos[heap[i]] = i
+    pos[heap[j]] = j
+
+
+cdef void _hfix(int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key, int n,
+                int i) noexcept nogil:
+    """Restore the heap property around position i (its key changed)."""
+    cdef int p, l, r, m
+    while i > 0:
+        p = (i - 1) // 2
+        if not _hless(key, heap[i], heap[p]):
+            break
+        _hswap(heap, pos, i, p)
+        i = p
+    while True:
+        l = 2 * i + 1
+        r = l + 1
+        m = i
+        if l < n and _hless(key, heap[l], heap[m]):
+            m = l
+        if r < n and _hless(key, heap[r], heap[m]):
+            m = r
+        if m == i:
+            break
+        _hswap(heap, pos, i, m)
+        i = m
+
+
+cdef int _hset(int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key, int n, int c,
+               tick_t e, bint present) noexcept nogil:
+    """Insert channel c with key e, update it, or remove it (present=False); returns the new
+    heap size."""
+    cdef int i = pos[c]
+    if present:
+        key[c] = e
+        if i < 0:
+            heap[n] = c
+            pos[c] = n
+            n += 1
+            i = n - 1
+        _hfix(heap, pos, key, n, i)
+    elif i >= 0:
+        n -= 1
+        if i != n:
+            _hswap(heap, pos, i, n)
+        pos[c] = -1
+        if i < n:
+            _hfix(heap, pos, key, n, i)
+    return n
+
+
+def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int n_sets,
+                  int n_pc_ch):
+    """Members of each barrier set and participants of each of its instances (CSR), and
+    whether a set spans several channels."""
+    n_pcs = prog_ptr.shape[0] - 1
+    ptr = np.asarray(prog_ptr)
+    bar = np.asarray(prog_bar)
+    pc_of = np.repeat(np.arange(n_pcs), np.diff(ptr))
+    has = bar >= 0
+    cnt = np.zeros((max(n_sets, 1), max(n_pcs, 1)), dtype=np.int64)
+    np.add.at(cnt, (bar[has], pc_of[has]), 1)
+    mem_ptr = np.zeros(n_sets + 1, dtype=np.int32)
+    mem, need_ptr, need = [], np.zeros(n_sets + 1, dtype=np.int32), []
+    cross = False
+    for s in range(n_sets):
+        m = np.flatnonzero(cnt[s] > 0)
+        mem.extend(m.tolist())
+        mem_ptr[s + 1] = len(mem)
+        if m.size and (m // n_pc_ch).min() != (m // n_pc_ch).max():
+            cross = True
+        k = int(cnt[s].max()) if n_pcs else 0
+        need.extend(int((cnt[s] > i).sum()) for i in range(k))
+        need.append(0)  # one past the last instance: never reached
+        need_ptr[s + 1] = len(need)
+    return (mem_ptr, np.array(mem + [0], dtype=np.int32), need_ptr,
+            np.array(need + [0], dtype=np.int32), cross)
+
+
+def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_ptr,
+               const int32_t[::1] prog_kern, const int32_t[::1] prog_bar, int n_sets,
+               int n_sim_ch, tick_t start, outs_slot, outs_pc):
+    """Refuse inputs that would make run_pim index outside its arrays or overflow ticks."""
+    if eng.perbank_refresh:
+        raise ValueError("run_pim: PIM programs refresh all-bank; build the engine with "
+                         "refresh_perbank = 0")
+    if not 1 <= n_sim_ch <= eng.cnt[0]:
+        raise ValueError(f"run_pim: simulated channels must be in [1, {eng.cnt[0]}]")
+    n_pcs = n_sim_ch * eng.cnt[1]
+    if kernels.shape[1] != K_NFIELDS:
+        raise ValueError("kernel descriptors need %d fields" % K_NFIELDS)
+    ptr = np.asarray(prog_ptr)
+    n_slots = prog_kern.shape[0]
+    last = int(ptr[ptr.shape[0] - 1]) if ptr.shape[0] else -1
+    if ptr.shape != (n_pcs + 1,) or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or (
+            last > n_slots) or prog_bar.shape[0] != n_slots:
+        raise ValueError("run_pim: prog_ptr must be a CSR pointer of one stream per "
+                         "simulated pseudo-channel over prog_kern / prog_bar")
+    pk = np.asarray(prog_kern)
+    if n_slots and (pk.min() < 0 or pk.max() >= kernels.shape[0]):
+        raise ValueError("run_pim: prog_kern names a kernel outside the table")
+    pb = np.asarray(prog_bar)
+    if n_slots and (pb.min() < -1 or pb.max() >= n_sets):
+        raise ValueError("run_pim: prog_bar names a barrier set outside [0, n_sets)")
+    if any(o.shape[0] < last for o in outs_slot) or any(o.shape[0] != n_pcs
+                                                            for o in outs_pc):
+        raise ValueError("run_pim: output arrays too short")
+    if not 0 <= start <= MAX_TICK:
+        raise ValueError("run_pim: start tick out of range [0, 2**61]")
+    for row in np.asarray(kernels).tolist():
+        nvec, nchunk, gw, rows, macs, nres, base, gap = row
+        if nvec < 1 or nchunk < 1 or min(gw, rows, macs, nres, base, gap) < 0:
+            raise ValueError(f"run_pim: kernel {row}: counts must be >= 0, n_vectors and "
+                             "n_chunks >= 1")
+        if rows and macs and base + nchunk * rows > eng.n_rows:
+            raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + nchunk * rows - 1}"
+                             f" of a bank with {eng.n_rows} rows")
+        if gap > MAX_TICK:
+            raise ValueError(f"run_pim: kernel gap {gap} ticks out of range")
 
 
 def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_ptr,
-            const int32_t[::1] prog_kern, int64_t[::1] k_start, int64_t[::1] k_end,
+            const int32_t[::1] prog_kern, const int32_t[::1] prog_bar, int n_sets,
+            int n_sim_ch, tick_t start, int64_t[::1] k_start, int64_t[::1] k_end,
             int64_t[::1] pc_busy, int64_t[::1] pc_finish, int64_t[::1] n_refresh):
-    """Run one in-order PIM command stream per pseudo-channel; returns the final tick.
+    """Run one in-order PIM command stream per pseudo-channel of the first ``n_sim_ch``
+    channels, from tick ``start`` on, continuing from the engine's state; returns the end
+    tick (the latest kernel end, at least ``start``), or -1 on an error (eng.last_status).
 
     The stream of PC q is the kernels prog_kern[prog_ptr[q]:prog_ptr[q+1]]. A GEMV kernel
     expands to
         for each vector: for each chunk: GWRITE x gw; for each row: [PREAB] ACTAB,
         MACAB x macs; then RDRES x n_res
-    where the PREAB/ACTAB pair is issued only when the needed row is not the open one
-    (rows stay open across GWRITEs, vectors and kernels while they are reused). Each PC
-    issues its next command at the earliest legal tick and never before its previous
-    command; the PCs of a channel share its command buses, so the channel issues the
-    earliest command of its PCs (on a tie the PC served least recently). Channels are independent.
-    Refresh is always on: when a PC's REFab is due before its next command, PIM work
-    yields (PREAB if a row is open, REFab) and the needed row is re-activated after it.
-    A kernel with the sync flag is a barrier of its channel: the n-th sync kernel of a PC
-    starts ``gap`` after the latest end of the kernels before the n-th sync kernels of all
-    the channel's PCs that have one (a GPU step that needs every PC's results); with no
-    kernel before it, that PC's end counts as tick 0.
+    where the PREAB/ACTAB pair is issued only when the needed row is not the open one (rows
+    stay open across GWRITEs, vectors, kernels and runs while they are reused).
 
-    Outputs: k_start / k_end (per prog_kern slot) get the tick of the kernel's first
-    command and of its last result (last RDRES + read latency); pc_busy the sum of kernel
-    durations; pc_finish the last result tick; n_refresh the REFab count per PC.
+    Timing. A PC's first kernel may start ``gap`` after ``start``, every other kernel
+    ``gap`` after the end of the one before (end = last RDRES + read latency; without
+    readback its last command + 1 CK; a kernel without commands ends when it may start).
+    Each PC issues its next command at the earliest legal tick, never before its previous
+    command; the PCs of a channel share its command buses, so the channel issues the
+    earliest command of its PCs (on a tie the PC served least recently), in time order.
+
+    Barriers. A kernel with prog_bar = s >= 0 is a barrier of set s: the n-th such kernel
+    of every PC whose stream has more than n kernels of set s (the participants) starts
+    ``gap`` after the latest end of the participants' kernels before it (a PC whose stream
+    starts with it arrives at ``start``). Sets are independent of each other and may span
+    any PCs of any channels (a channel, a group of PCs, every PC). A PC waiting at a barrier
+    issues no work. Without a set spanning several channels, channels are simulated one
+    after another (they share nothing); otherwise all channels advance together in time
+    order (an indexed heap of their next commands), so a barrier is released at the tick its
+    last participant arrives. Barriers that can never all be reached (PCs meeting sets in
+    different orders) stop the run with E_BARRIER.
+
+    Refresh (all-bank; the due times are the engine's and carry across runs). R1: when a
+    PC's REFab is due at or before its next command, its work yields: PREAB (if a row is
+    open), REFab, and the needed row is re-activated after; the sequence may be pulled in
+    ahead of the due tick, at most PULL_IN intervals. R2: a PC with nothing to do (finished,
+    or at a barrier) is refreshed on schedule (not before the due tick) while its channel
+    still has work. R3: a channel with no work issues nothing; refreshes that fall due then
+    are issued by the next run that gives it work (at ticks before that work, after the
+    channel's last command: the device refreshed while idle).
+
+    Watchdog: a PC whose work is ready but which issues no GWRITE/MACAB/RDRES for
+    8 x (nREFI + 16 x largest latency) ticks is livelocked (E_STALL). Every 2**16 commands
+    the GIL is taken to run Python's signal handlers (Ctrl-C).
+
+    Outputs: k_start / k_end (per slot) get the kernel's first command and end tick; pc_busy
+    the sum of its kernels' durations; pc_finish its latest kernel end; n_refresh the REFab
+    count per PC in this run.
     """
-    cdef int n_ch = eng.cnt[0]
+    _check_pim(eng, kernels, prog_ptr, prog_kern, prog_bar, n_sets, n_sim_ch, start,
+               (k_start, k_end), (pc_busy, pc_finish, n_refresh))
     cdef int n_pc_ch = eng.cnt[1]
-    cdef int64_t n_pcs = eng.n_nodes[1]
-    st_a = np.zeros((n_pcs, P_NFIELDS), dtype=np.int64)
-    cdef int64_t[:, ::1] st = st_a
-    cdef int nodes[5]
-    cdef int64_t q
-    cdef int c, cmd, best_cmd, best_pl, pl, rs
-    cdef tick_t e, best_e, final = 0
+    cdef int64_t n_pcs = <int64_t>n_sim_ch * n_pc_ch
+    mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
+    cdef _PimRun run = _PimRun()
+    run.eng = eng
+    run.kern = kernels
+    run.pk = prog_kern
+    run.pb = prog_bar
+    run.st = np.zeros((max(n_pcs, 1), P_NFIELDS), dtype=np.int64)
+    run.k_start = k_start
+    run.k_end = k_end
+    run.busy = pc_busy
+    run.finish = pc_finish
+    run.nref = n_refresh
+    run.mem_ptr = mem_ptr
+    run.mem = mem
+    run.need_ptr = need_ptr
+    run.need = need
+    run.bar_cur = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_arr = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_top = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.dirty = np.zeros(n_sim_ch, dtype=np.int8)
+    run.dlist = np.zeros(n_sim_ch, dtype=np.int32)
+    run.nd = 0
+    run.n_pc_ch = n_pc_ch
+    run.pull = PULL_IN * eng.nREFI
+    run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
+    heap_a = np.zeros(n_sim_ch, dtype=np.int32)
+    pos_a = np.full(n_sim_ch, -1, dtype=np.int32)
+    key_a = np.zeros(n_sim_ch, dtype=np.int64)
+    cbe_a = np.zeros(n_sim_ch, dtype=np.int64)
+    cbi_a = np.zeros((n_sim_ch, 3), dtype=np.int32)
+    cdef int32_t[::1] heap = heap_a
+    cdef int32_t[::1] pos = pos_a
+    cdef int64_t[::1] key = key_a
+    cdef int64_t[::1] cbe = cbe_a      # per channel: tick of its next command
+    cdef int32_t[:, ::1] cbi = cbi_a   # per channel: its (command, PC, candidate kind)
+    cdef int64_t[:, ::1] st = run.st
+    cdef int64_t q, it = 0
+    cdef int c, d, cmd, pl, kind, nh = 0
+    cdef tick_t e, final = start
+    cdef bint work, use_heap = cross
     cdef int rc = E_OK
 
     eng.status = E_OK
-    if kernels.shape[1] != K_NFIELDS:
-        raise ValueError("kernel descriptors need %d fields" % K_NFIELDS)
+    k_start[:] = -1
+    k_end[:] = -1
     for q in range(n_pcs):
         st[q, P_SLOT] = prog_ptr[q]
         st[q, P_END] = prog_ptr[q + 1]
         st[q, P_PH] = PH_GW if prog_ptr[q] < prog_ptr[q + 1] else PH_DONE
-        st[q, P_OPEN] = -1
-        st[q, P_NREF] = eng.nREFI
-        for c in range(prog_ptr[q], prog_ptr[q + 1]):
-            st[q, P_NSYNC] += kernels[prog_kern[c], K_SYNC] != 0
+        st[q, P_PROG] = start
         if st[q, P_PH] != PH_DONE:
-            st[q, P_READY] = kernels[prog_kern[prog_ptr[q]], K_GAP]
-            if kernels[prog_kern[prog_ptr[q]], K_SYNC] != 0:
-                st[q, P_PH] = PH_WAIT
-                st[q, P_WEND] = 0
-    k_start[:] = -1
-    k_end[:] = -1
+            st[q, P_READY] = start + kernels[prog_kern[prog_ptr[q]], K_GAP]
+    for q in range(n_pcs):  # PCs whose stream starts with a barrier arrive at the start
+        if st[q, P_PH] != PH_DONE and prog_bar[prog_ptr[q]] >= 0:
+            run._arrive(q, start)
     with nogil:
-        for c in range(n_ch):
-            while True:
-                best_e = T_INF
-                best_cmd = -1
-                best_pl = -1
-                for pl in range(n_pc_ch):
-                    q = <int64_t>c * n_pc_ch + pl
-                    eng._nodes(c, pl, 0, 0, 0, nodes)
-                    rs = <int>st[q, P_REF]
-                    if rs == 1:
-                        cmd = C_PREAB
-                    elif rs == 2:
-                        cmd = C_REFAB
-                    else:
-                        cmd = _pim_next(eng, kernels, prog_kern, st, q, k_end)
-                        if cmd < 0:
-                            continue
-                    e = _max(eng._earliest(cmd, nodes), st[q, P_LAST])
-                    if rs == 0:
-                        e = eng._align(cmd, _max(e, st[q, P_READY]))
-                        if st[q, P_NREF] <= e:
-                            # refresh is due first: PIM work yields to it
-                            st[q, P_REF] = 1 if st[q, P_OPEN] >= 0 else 2
-                            cmd = C_PREAB if st[q, P_REF] == 1 else C_REFAB
-                            e = _max(eng._earliest(cmd, nodes), st[q, P_LAST])
-                    e = eng._align(cmd, e)
-                    # earliest command first; on a tie the command bus goes to the PC that
-                    # was served least recently (round robin)
-                    if e < best_e or (e == best_e and
-                                      st[q, P_LSEQ] < st[c * n_pc_ch + best_pl, P_LSEQ]):
-                        best_e = e
-                        best_cmd = cmd
-                        best_pl = pl
-                if best_cmd < 0:
-                    break
-                q = <int64_t>c * n_pc_ch + best_pl
-                eng._nodes(c, best_pl, 0, 0, 0, nodes)
-                rc = _pim_issue(eng, kernels, prog_kern, st, q, nodes, best_cmd, best_e,
-                                     k_start, k_end, pc_busy, pc_finish, n_refresh)
+        if not use_heap:
+            for c in range(n_sim_ch):
+                while rc == E_OK:
+                    if not run._scan(c, &e, &cmd, &pl, &kind):
+                        break
+                    rc = run._issue(c, pl, cmd, kind, e)
+                    it += 1
+                    if (it & SIGNAL_MASK) == 0 and rc == E_OK:
+                        rc = _check_signals()
                 if rc != E_OK:
-                    eng.status = rc
                     break
-            if eng.status != E_OK:
-                break
-    if eng.status != E_OK:
+        else:
+            for c in range(n_sim_ch):
+                run._mark(c)
+            while rc == E_OK:
+                # rescan the channels whose candidates changed: the one that issued and those
+                # with a PC that a barrier released
+                while run.nd > 0:
+                    run.nd -= 1
+                    d = run.dlist[run.nd]
+                    run.dirty[d] = 0
+                    work = run._scan(d, &e, &cmd, &pl, &kind)
+                    cbe[d] = e
+                    cbi[d, 0] = cmd
+                    cbi[d, 1] = pl
+                    cbi[d, 2] = kind
+                    nh = _hset(heap, pos, key, nh, d, e, work)
+                if nh == 0:
+                    break
+                c = heap[0]
+                rc = run._issue(c, cbi[c, 1], cbi[c, 0], cbi[c, 2], cbe[c])
+                run._mark(c)
+                it += 1
+                if (it & SIGNAL_MASK) == 0 and rc == E_OK:
+                    rc = _check_signals()
+        if rc == E_OK:
+            for q in range(n_pcs):
+                if st[q, P_PH] == PH_WAIT:
+                    rc = E_BARRIER
+                    break
+        eng.status = rc
+    if rc == E_INTERRUPT:
+        _reraise()
+    if rc != E_OK:
         return -1
     for q in range(n_pcs):
         if pc_finish[q] > final:
             final = pc_finish[q]
     return final
-
-cdef inline int _pim_row(Engine eng, const int64_t[:, ::1] kernels, int64_t kk, int64_t k,
-                         int64_t r) noexcept nogil:
-    return <int>((kernels[kk, K_BASE] + k * kernels[kk, K_ROWS] + r) % eng.n_rows)
-
-cdef int _pim_next(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1] prog_kern,
-                   int64_t[:, ::1] st, int64_t q, int64_t[::1] k_end) noexcept nogil:
-    """Next command of PC q's stream (-1 when it is finished).
-
-    Moves the stream past finished loops (which depends on counters only, never on time),
-    so calling it again without an issue returns the same command.
-    """
-    cdef int64_t kk, row
-    cdef tick_t end
-    while True:
-        if st[q, P_PH] == PH_DONE:
-            return -1
-        if st[q, P_PH] == PH_WAIT:
-            if not _pim_release(eng, kernels, prog_kern, st, q):
-                return -1
-            continue
-        kk = prog_kern[st[q, P_SLOT]]
-        if st[q, P_PH] == PH_GW:
-            if st[q, P_CNT] < kernels[kk, K_GW]:
-                return C_GWRITE
-            st[q, P_PH] = PH_ROW
-            st[q, P_R] = 0
-            st[q, P_CNT] = 0
-        elif st[q, P_PH] == PH_ROW:
-            if st[q, P_R] < kernels[kk, K_ROWS] and kernels[kk, K_MACS] > 0:
-                row = _pim_row(eng, kernels, kk, st[q, P_K], st[q, P_R])
-                if st[q, P_OPEN] != row:
-                    return C_PREAB if st[q, P_OPEN] >= 0 else C_ACTAB
-                if st[q, P_CNT] < kernels[kk, K_MACS]:
-                    return C_MACAB
-                st[q, P_R] += 1
-                st[q, P_CNT] = 0
-                continue
-            st[q, P_K] += 1
-            st[q, P_CNT] = 0
-            if st[q, P_K] < kernels[kk, K_NCHUNK]:
-                st[q, P_PH] = PH_GW
-            else:
-                st[q, P_PH] = PH_RES
-        elif st[q, P_PH] == PH_RES:
-            if st[q, P_CNT] < kernels[kk, K_NRES]:
-                return C_RDRES
-            st[q, P_V] += 1
-            st[q, P_K] = 0
-            st[q, P_CNT] = 0
-            if st[q, P_V] < kernels[kk, K_NVEC]:
-                st[q, P_PH] = PH_GW
-                continue
-            # kernel finished
-            if k_end[st[q, P_SLOT]] < 0:
-                # no readback: it ends with its last command (+1 CK)
-                k_end[st[q, P_SLOT]] = st[q, P_LAST] + eng.tpc
-            end = k_end[st[q, P_SLOT]]
-            st[q, P_SLOT] += 1
-            st[q, P_V] = 0
-            if st[q, P_SLOT] >= st[q, P_END]:
-                st[q, P_PH] = PH_DONE
-            elif kernels[prog_kern[st[q, P_SLOT]], K_SYNC] != 0:
-                st[q, P_PH] = PH_WAIT
-                st[q, P_WEND] = end
-            else:
-                st[q, P_PH] = PH_GW
-                st[q, P_READY] = end + kernels[prog_kern[st[q, P_SLOT]], K_GAP]
-
-cdef bint _pim_release(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1] prog_kern,
-                       int64_t[:, ::1] st, int64_t q) noexcept nogil:
-    """Release the barrier PC q waits at if every PC of its channel that takes part in it
-    (has at least that many sync kernels) has arrived; True when released.
-
-    A waiting PC issues nothing (not even a refresh that falls due: it is issued after the
-    release, inside the GPU-step gap), so a released PC's next command is kept at or after
-    the channel's latest command (in-order issue per channel)."""
-    cdef int64_t first = (q // eng.cnt[1]) * eng.cnt[1]
-    cdef int64_t p, n = st[q, P_SYNCN]
-    cdef tick_t top = 0, now = 0
-    for p in range(first, first + eng.cnt[1]):
-        now = _max(now, st[p, P_LAST])
-        if st[p, P_NSYNC] > n:
-            if st[p, P_PH] != PH_WAIT or st[p, P_SYNCN] != n:
-                return False
-            top = _max(top, st[p, P_WEND])
-    for p in range(first, first + eng.cnt[1]):
-        if st[p, P_NSYNC] > n:
-            st[p, P_PH] = PH_GW
-            st[p, P_SYNCN] += 1
-            st[p, P_READY] = top + kernels[prog_kern[st[p, P_SLOT]], K_GAP]
-            st[p, P_LAST] = _max(st[p, P_LAST], now)
-    return True
-
-cdef int _pim_issue(Engine eng, const int64_t[:, ::1] kernels, const int32_t[::1] prog_kern,
-                    int64_t[:, ::1] st, int64_t q, const int* nodes, int cmd, tick_t now,
-                    int64_t[::1] k_start, int64_t[::1] k_end, int64_t[::1] pc_busy,
-                    int64_t[::1] pc_finish, int64_t[::1] n_refresh) noexcept nogil:
-    """Issue `cmd` for PC q at `now` and advance its stream counters."""
-    cdef int64_t slot = st[q, P_SLOT]
-    cdef int64_t kk
-    cdef int row = -1, col = -1, rc
-    cdef tick_t done_t
-    if st[q, P_REF] == 1:  # refresh: close the PIM rows
-        rc = eng._issue(C_PREAB, nodes, -1, -1, now)
-        st[q, P_OPEN] = -1
-        st[q, P_REF] = 2
-    elif st[q, P_REF] == 2:
-        rc = eng._issue(C_REFAB, nodes, -1, -1, now)
-        st[q, P_REF] = 0
-        st[q, P_NREF] += eng.nREFI
-        n_refresh[q] += 1
-    else:
-        kk = prog_kern[slot]
-        if k_start[slot] < 0:
-            k_start[slot] = now
-        if cmd == C_ACTAB:
-            row = _pim_row(eng, kernels, kk, st[q, P_K], st[q, P_R])
-        elif cmd == C_MACAB:
-            row = <int>st[q, P_OPEN]
-            col = <int>(st[q, P_CNT] % eng.n_cols)
-        elif cmd == C_GWRITE or cmd == C_RDRES:
-            col = <int>(st[q, P_CNT] % eng.n_cols)  # burst index in the buffer / results
-        rc = eng._issue(cmd, nodes, row, col, now)
-        if cmd == C_ACTAB:
-            st[q, P_OPEN] = row
-        elif cmd == C_PREAB:
-            st[q, P_OPEN] = -1
-        else:
-            st[q, P_CNT] += 1
-            if (cmd == C_RDRES and st[q, P_CNT] == kernels[kk, K_NRES]
-                    and st[q, P_V] + 1 == kernels[kk, K_NVEC]):
-                done_t = now + eng.read_lat
-                k_end[slot] = done_t
-                pc_busy[q] += done_t - k_start[slot]
-                if done_t > pc_finish[q]:
-                    pc_finish[q] = done_t
-    st[q, P_LAST] = now
-    st[q, P_LSEQ] = eng.seq
-    return rc
-
-

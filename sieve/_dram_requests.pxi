@@ -1,5 +1,5 @@
 # Front end 1 of the engine: memory requests through per-channel FR-FCFS controllers.
-# Included by _dram.pyx (module level); only sieve/dram.py calls it.
+# Included by _dram.pyx (module level); only sieve/dram/device.py calls it.
 
 
 cdef inline tick_t _bank_tick(Engine eng, BankSt* bk, int cmd, tick_t now) noexcept nogil:
@@ -9,23 +9,54 @@ cdef inline tick_t _bank_tick(Engine eng, BankSt* bk, int cmd, tick_t now) noexc
     return _max(bk.ae, eng._align(cmd, _max(eng.ready[bk.base[0] + cmd], now)))
 
 
+def _check_requests(Engine eng, arrays, int bursts, int qsize, int wr_high, int wr_low,
+                    outs, int64_t n_pc_out):
+    """Refuse inputs that would make run_requests index outside its arrays."""
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays) or any(o.shape[0] != n for o in outs):
+        raise ValueError("run_requests: every request array must have one entry per request")
+    if n_pc_out != eng.n_nodes[1]:
+        raise ValueError("run_requests: out_pc_bursts needs one entry per pseudo-channel")
+    arrive = np.asarray(arrays[0])
+    if n and (arrive.min() < 0 or arrive.max() > MAX_TICK):
+        raise ValueError("run_requests: arrival ticks out of range [0, 2**61]")
+    for a, lv in zip(arrays[1:6], range(N_LEVELS)):
+        v = np.asarray(a)
+        if n and (v.min() < 0 or v.max() >= eng.cnt[lv]):
+            raise ValueError(f"run_requests: address level {lv} out of range [0, {eng.cnt[lv]})")
+    if bursts < 1 or qsize < 1 or wr_high < 1 or wr_low < 0:
+        raise ValueError("run_requests: bursts, queue size and write high watermark must be "
+                         ">= 1, the low watermark >= 0")
+
+
 def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
                  const int32_t[::1] r_pc, const int32_t[::1] r_sid, const int32_t[::1] r_bg,
                  const int32_t[::1] r_ba, const int32_t[::1] r_row, const int32_t[::1] r_col,
-                 const int8_t[::1] r_write, int bursts, int qsize, bint closed_page,
-                 int64_t[::1] out_inject, int64_t[::1] out_depart, int8_t[::1] out_class,
-                 int64_t[::1] out_pc_bursts):
+                 const int8_t[::1] r_write, int bursts, int qsize, int wr_high, int wr_low,
+                 bint closed_page, int64_t[::1] out_inject, int64_t[::1] out_depart,
+                 int8_t[::1] out_class, int64_t[::1] out_pc_bursts):
     """Simulate a request trace to completion; returns the final tick (-1 on error).
+
+    Controller knobs (sieve.dram.device.ControllerConfig): ``qsize`` read and write queue
+    entries per channel; write mode is entered when the write queue holds ``>= wr_high``
+    requests (or the read queue is empty) and left when it holds ``<= wr_low`` and reads are
+    waiting (or it is empty); ``closed_page`` auto-precharges.
 
     Requests enter their channel's read or write queue in trace order (the front end stalls on
     a full queue, like Ramulator's LoadStoreTrace) no earlier than `arrive`. Each channel's
     controller issues at most one command per command bus per tick, chosen by FR-FCFS: among
     the commands that can issue at the earliest tick, refresh first, then row hits, then the
     oldest request. A row is not precharged while a queued request still hits it. Writes are
-    drained in bursts (write mode between 80 % and 20 % queue fill, as Ramulator). Refresh:
-    REFab per pseudo-channel every nREFI (or REFpb round-robin every nREFIpb); requests to a PC
-    (bank) with a due refresh wait until it is done. Row class per request: 0 hit, 1 miss (bank
-    closed), 2 conflict (other row open), by the first command issued for it.
+    drained in bursts between the two watermarks. Refresh (the engine's refresh manager, whose
+    due times carry over between runs): REFab per pseudo-channel every nREFI (or REFpb
+    round-robin every nREFIpb); requests to a PC (bank) with a due refresh wait until it is
+    done. Row class per request: 0 hit, 1 miss (bank closed), 2 conflict (other row open), by
+    the first command issued for it.
+
+    Watchdog: a channel with queued requests that issues no column command for
+    ``8 * (refresh period + 16 * largest constraint latency)`` ticks is livelocked (e.g. a
+    refresh closes every row before its first read); the run stops with E_STALL. Every 2**16
+    loop iterations the GIL is taken to run Python's signal handlers (Ctrl-C).
 
     Event-driven and exact: the controller state only changes at injections, refresh due times
     and issues, so the loop jumps between those; at every decision it evaluates what a
@@ -46,11 +77,15 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
     cdef int BPC = eng.banks_per_ch
     cdef int bpp = eng.banks_per_pc
     cdef int Q = qsize
-    cdef int hi = max(1, (Q * 8) // 10)
-    cdef int lo = (Q * 2) // 10
+    cdef int hi = wr_high
+    cdef int lo = wr_low
     cdef int n_cmd = eng.n_cmd
     cdef bint perbank = eng.perbank_refresh
-    cdef tick_t interval = eng.nREFIpb if perbank else eng.nREFI
+    _check_requests(eng, (arrive, r_ch, r_pc, r_sid, r_bg, r_ba, r_row, r_col, r_write),
+                    bursts, qsize, wr_high, wr_low, (out_inject, out_depart, out_class),
+                    out_pc_bursts.shape[0])
+    cdef tick_t stall_limit = 8 * (max(eng.nREFI, eng.nREFIpb * eng.banks_per_pc)
+                                   + 16 * eng.max_lat)
 
     # request lists per (queue type, bank), linked through r_next; 0 = read, 1 = write
     r_next_a = np.full(max(N, 1), -1, dtype=np.int32)
@@ -89,11 +124,11 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
     ccmd_a = np.zeros(n_ch, dtype=np.int32)
     creq_a = np.zeros(n_ch, dtype=np.int32)
     cbank_a = np.zeros(n_ch, dtype=np.int64)
-    # refresh
-    next_ref_a = np.full(n_pcs, interval, dtype=np.int64)
+    # refresh: due times and round-robin banks are the engine's (carried across runs)
     ref_pend_a = np.zeros(n_pcs, dtype=np.int8)
     pend_bank_a = np.full(n_pcs, -1, dtype=np.int32)
-    rr_a = np.zeros(n_pcs, dtype=np.int32)
+    # watchdog: per channel, tick of its last column command (or since it has queued work)
+    prog_a = np.zeros(n_ch, dtype=np.int64)
     pc_sib = bool(np.any(np.asarray(eng.cons_sib)[
         eng.cons_ptr[LV_PC * n_cmd]:eng.cons_ptr[(LV_PC + 1) * n_cmd]]))
 
@@ -121,17 +156,19 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
     cdef int32_t[::1] ccmd = ccmd_a
     cdef int32_t[::1] creq = creq_a
     cdef int64_t[::1] cbank = cbank_a
-    cdef int64_t[::1] next_ref = next_ref_a
+    cdef int64_t[::1] next_ref = eng.ref_due
     cdef int8_t[::1] ref_pend = ref_pend_a
     cdef int32_t[::1] pend_bank = pend_bank_a
-    cdef int32_t[::1] rr = rr_a
+    cdef int32_t[::1] rr = eng.ref_rr
+    cdef int64_t[::1] prog = prog_a
     cdef bint pc_sibling_rows = pc_sib
 
     cdef int nodes[5]
     cdef int64_t b, q, q0, r, r2, prev, i, j, lst
     cdef int c, l, cmd, typ, hit, bhit, kind, bcmd
     cdef int64_t breq, bbank
-    cdef tick_t now = 0, e, bt, best_t, t_inj, next_ref_min = interval
+    cdef tick_t now = 0, e, bt, best_t, t_inj, next_ref_min = T_INF
+    cdef int64_t it = 0
     cdef int best_c
     cdef int64_t p = 0, done = 0, last_depart = 0
     cdef int rc = E_OK
@@ -158,16 +195,25 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
         bs[b].pcq = nodes[1]
         bs[b].valid = 0
         bs[b].hit = 0
+    for q in range(n_pcs):
+        if next_ref[q] < next_ref_min:
+            next_ref_min = next_ref[q]
     eng.status = E_OK
 
     with nogil:
         while done < N:
+            it += 1
+            if (it & SIGNAL_MASK) == 0 and _check_signals() != E_OK:
+                eng.status = E_INTERRUPT
+                break
             # ---- 1. inject requests that have arrived, in order, until a queue is full
             while p < N and arrive[p] <= now:
                 c = r_ch[p]
                 typ = 1 if r_write[p] else 0
                 if qlen[typ * n_ch + c] >= Q:
                     break
+                if qlen[c] + qlen[n_ch + c] == 0:
+                    prog[c] = now  # the channel has work from now on (watchdog)
                 q = <int64_t>c * n_pc_ch + r_pc[p]
                 b = ((q * eng.cnt[2] + r_sid[p]) * eng.cnt[3] + r_bg[p]) * eng.cnt[4] + r_ba[p]
                 SIEVE_CHECK_INDEX(b, NB)
@@ -227,12 +273,7 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
                     for q in range(q0, q0 + n_pc_ch):
                         # refresh commands of a due pseudo-channel (priority over requests)
                         if ref_pend[q]:
-                            if perbank:
-                                b = q * bpp + pend_bank[q]
-                                cmd = C_PRE if eng.open_row[b] != -1 else C_REFPB
-                            else:
-                                b = q * bpp
-                                cmd = C_PREA if eng.n_open[q] > 0 else C_REFAB
+                            cmd = eng._ref_cmd(q, &b)
                             e = 0
                             for l in range(eng.cmd_scope[cmd] + 1):
                                 e = _max(e, R[bs[b].base[l] + cmd])
@@ -285,7 +326,7 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
                 now = _max(next_ref_min, now)
                 continue
             if best_c < 0:
-                eng.status = E_TIMING  # nothing can ever issue: should not happen
+                eng.status = E_STALL  # nothing can ever issue: should not happen
                 break
 
             # ---- 5. issue the chosen command
@@ -300,22 +341,25 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
             q = nodes[1]
             cv[c] = 0
             bs[b].ep = -1  # bank-level rows of this command changed this bank only
+            kind = eng.cmd_kind[cmd]
+            if kind == K_READ or kind == K_WRITE:
+                prog[c] = now
+            elif now - prog[c] > stall_limit and qlen[c] + qlen[n_ch + c] > 0:
+                eng.status = E_STALL  # livelock: queued requests, no column command for long
+                break
             if r < 0:
                 # refresh sequence of pseudo-channel q
                 rc = eng._issue(cmd, nodes, -1, -1, now)
                 if cmd == C_REFAB or cmd == C_REFPB:
                     ref_pend[q] = 0
-                    next_ref[q] += interval
-                    if perbank:
-                        rr[q] = (rr[q] + 1) % bpp
-                        pend_bank[q] = -1
+                    eng._ref_done(q)
+                    pend_bank[q] = -1
                     if next_ref[q] < next_ref_min:
                         next_ref_min = next_ref[q]
                 for i in range(bpp):
                     bs[q * bpp + i].valid = 0
             else:
                 typ = 1 if r_write[r] else 0
-                kind = eng.cmd_kind[cmd]
                 if out_class[r] == -1:
                     out_class[r] = 0 if (kind == K_READ or kind == K_WRITE) else (
                         1 if cmd == C_ACT else 2)
@@ -380,6 +424,8 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
                 eng.status = rc
                 break
     free(bs)
+    if eng.status == E_INTERRUPT:
+        _reraise()
     if eng.status != E_OK:
         return -1
     return last_depart

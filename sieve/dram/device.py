@@ -17,6 +17,8 @@ engine ticks (``*_ticks``) appear only where exactness matters (logs, gates).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -29,7 +31,7 @@ from sieve.dram.mapping import AddressMapper
 from sieve.dram.memtrace import RequestTrace
 from sieve.dram.presets import PRESETS, get_spec
 from sieve.dram.spec import DramSpec
-from sieve.errors import ConfigError, NotBuiltError, TimingViolation
+from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
 
 try:
     from sieve import _dram
@@ -47,7 +49,9 @@ __all__ = [
     "DramDevice",
     "DramResult",
     "GemvKernel",
+    "PimDevice",
     "PimResult",
+    "ControllerConfig",
     "run_pim",
     "simulate_requests",
 ]
@@ -72,6 +76,9 @@ STATUS_MESSAGES = {
     7: "command is not part of this spec (PIM command on a DRAM without PIM units)",
     8: "column command off a rising clock edge",
     9: "out of memory for the command log",
+    10: "no progress (livelock): work was waiting but no data command could issue for many "
+        "refresh intervals",
+    11: "barriers that can never all be reached (PCs meet barrier sets in different orders)",
 }
 
 
@@ -113,8 +120,10 @@ class DramDevice:
                 raise ConfigError(f"DRAM command {cmd!r}: unknown (known: "
                                   f"{', '.join(COMMAND_INDEX)})")
             return COMMAND_INDEX[cmd]
-        if not 0 <= int(cmd) < len(COMMANDS):
-            raise ConfigError(f"DRAM command id {cmd}: out of range")
+        if isinstance(cmd, bool) or not isinstance(cmd, (int, np.integer)) or not (
+                0 <= cmd < len(COMMANDS)):
+            raise ConfigError(f"DRAM command id {cmd!r}: not a name or an id in "
+                              f"[0, {len(COMMANDS)})")
         return int(cmd)
 
     def _check_addr(self, cmd: int, a: Address) -> None:
@@ -137,9 +146,16 @@ class DramDevice:
     def _addr(addr: Address | Iterable[int] | None) -> Address:
         if addr is None:
             return Address()
-        if isinstance(addr, Address):
-            return addr
-        return Address(*addr)
+        try:
+            a = addr if isinstance(addr, Address) else Address(*addr)
+        except TypeError:
+            raise ConfigError(f"DRAM address: expected (ch, pc, sid, bg, bank[, row, col]), "
+                              f"got {addr!r}") from None
+        for name, v in zip(Address._fields, a):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
+                    -2**31 <= v < 2**31):
+                raise ConfigError(f"DRAM address: {name} must be a 32-bit integer, got {v!r}")
+        return Address(*(int(v) for v in a))
 
     # ---- single commands -----------------------------------------------------------------
     def earliest(self, cmd: str | int, addr: Address | Iterable[int] | None = None, *,
@@ -156,21 +172,33 @@ class DramDevice:
         """Whether the bank state allows ``cmd`` (right row open, bank closed for ACT, ...)."""
         c = self._cmd(cmd)
         a = self._addr(addr)
+        self._check_addr(c, a)
         return self._engine.state_check(c, a.ch, a.pc, a.sid, a.bg, a.bank, a.row) == 0
 
     def probe(self, cmd: str | int, addr: Address | Iterable[int] | None, clk: int) -> bool:
         """Read-only: would ``cmd`` be legal at tick ``clk``? (timing, edge and bank state)"""
         c = self._cmd(cmd)
         a = self._addr(addr)
+        self._check_addr(c, a)
+        clk = self._tick(clk)
         align = self.spec.timing.ticks_per_ck if COMMANDS[c].bus == 1 else 1
         return (clk >= self._engine.earliest(c, a.ch, a.pc, a.sid, a.bg, a.bank)
                 and clk % align == 0 and self.state_ok(c, a))
+
+    @staticmethod
+    def _tick(clk) -> int:
+        if isinstance(clk, bool) or not isinstance(clk, (int, np.integer)) or not (
+                -_dram.MAX_TICK <= clk <= _dram.MAX_TICK):
+            raise ConfigError(f"DRAM command: tick must be an integer in [-2**61, 2**61], "
+                              f"got {clk!r}")
+        return int(clk)
 
     def issue(self, cmd: str | int, addr: Address | Iterable[int] | None, clk: int) -> None:
         """Issue ``cmd`` at tick ``clk``; raises :class:`TimingViolation` if it is illegal."""
         c = self._cmd(cmd)
         a = self._addr(addr)
         self._check_addr(c, a)
+        clk = self._tick(clk)
         if clk < self._last_tick[a.ch]:
             raise TimingViolation(
                 f"{self.spec.name}: {COMMANDS[c].name} at tick {clk} is earlier than a command "
@@ -188,9 +216,12 @@ class DramDevice:
 
     def force_issue(self, cmd: str | int, addr: Address | Iterable[int] | None,
                     clk: int) -> None:
-        """Record ``cmd`` at ``clk`` without any check (to build faulty logs for the checker)."""
+        """Record ``cmd`` at ``clk`` without any timing or state check (to build faulty logs
+        for the checker); the address must still exist."""
         c = self._cmd(cmd)
         a = self._addr(addr)
+        self._check_addr(c, a)
+        clk = self._tick(clk)
         self._engine.issue(c, a.ch, a.pc, a.sid, a.bg, a.bank, a.row, a.col, int(clk), True)
         self._last_tick[a.ch] = max(self._last_tick[a.ch], int(clk))
 
@@ -208,7 +239,12 @@ class DramDevice:
         return {c.name: int(counts[i]) for i, c in enumerate(COMMANDS) if counts[i]}
 
     def open_rows(self, buffer: int = 0) -> np.ndarray:
-        return self._engine.open_rows(buffer)
+        """Open row of every bank (-1 closed) in row buffer ``buffer`` (1 = the PIM buffer of
+        a spec with dual row buffers)."""
+        n = 2 if (self.spec.pim is not None and self.spec.pim.dual_row_buffer) else 1
+        if isinstance(buffer, bool) or buffer not in range(n):
+            raise ConfigError(f"{self.spec.name}: row buffer {buffer!r} out of range [0, {n})")
+        return self._engine.open_rows(int(buffer))
 
     def ns(self, ticks: int) -> float:
         return ticks * self.tick_ns
@@ -245,6 +281,7 @@ class DramResult:
     latency_ns: np.ndarray = field(repr=False)  # per read request
     pc_bursts: np.ndarray = field(repr=False)  # column commands per pseudo-channel
     log: np.ndarray | None = field(default=None, repr=False)
+    controller: ControllerConfig | None = None
 
     @property
     def row_hit_rate(self) -> float:
@@ -267,6 +304,7 @@ class DramResult:
             "row_hits": self.row_hits, "row_misses": self.row_misses,
             "row_conflicts": self.row_conflicts, "row_hit_rate": self.row_hit_rate,
             "refreshes": self.refreshes, "command_counts": dict(self.command_counts),
+            "controller": self.controller.to_dict() if self.controller else None,
         }
 
     def summary(self) -> str:
@@ -291,10 +329,81 @@ class DramResult:
         return "\n".join(lines)
 
 
+#: Page policies of the request controller.
+PAGE_POLICIES = ("closed", "open")
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """The request controller's knobs (front end 1, one controller per channel). Frozen.
+
+    Attributes:
+        queue_size: read-queue and write-queue entries per channel (each). Default 32:
+            Ramulator 2's ``ReqBuffer`` default ``max_size`` (src/dram_controller/controller.h
+            of CMU-SAFARI/ramulator2; shared/reference/ramulator2.md: 32-entry queues).
+        write_high_watermark: the controller enters write mode when the write queue holds at
+            least ``max(1, floor(queue_size * write_high_watermark))`` requests (or the read
+            queue is empty). Default 0.8: Ramulator 2 ``GenericDRAMController``
+            ``wr_high_watermark`` (which enters at strictly more than 0.8 x 32 = 25.6, i.e.
+            26 writes; sieve enters at 25 - kept from sieve's earlier releases).
+        write_low_watermark: write mode is left when the write queue holds at most
+            ``floor(queue_size * write_low_watermark)`` requests and reads are waiting, or it
+            is empty. Default 0.2: Ramulator 2 ``wr_low_watermark`` (leaves below 6.4, i.e.
+            at 6 writes, as sieve).
+        page_policy: ``"open"`` (rows stay open) or ``"closed"`` (RDA/WRA when no other
+            queued request hits the row).
+    """
+
+    queue_size: int = 32
+    write_high_watermark: float = 0.8
+    write_low_watermark: float = 0.2
+    page_policy: str = "open"
+
+    #: Largest queue accepted (the queues are lists over the trace; this bounds nothing in
+    #: memory, it only rejects typos such as 10**12).
+    MAX_QUEUE = 1 << 20
+
+    def __post_init__(self):
+        who = "controller"
+        q = self.queue_size
+        if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or not (
+                1 <= q <= self.MAX_QUEUE):
+            raise ConfigError(f"{who}: queue_size must be an integer in [1, {self.MAX_QUEUE}], "
+                              f"got {q!r}")
+        for name in ("write_high_watermark", "write_low_watermark"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not 0.0 <= float(v) <= 1.0:
+                raise ConfigError(f"{who}: {name} must be a number in [0, 1], got {v!r}")
+        if not self.write_low_watermark < self.write_high_watermark:
+            raise ConfigError(f"{who}: write_low_watermark ({self.write_low_watermark}) must be "
+                              f"below write_high_watermark ({self.write_high_watermark})")
+        if self.page_policy not in PAGE_POLICIES:
+            raise ConfigError(f"{who}: page policy {self.page_policy!r} unknown (known: "
+                              f"{', '.join(PAGE_POLICIES)})")
+
+    def write_thresholds(self) -> tuple[int, int]:
+        """(enter, leave) write-queue fills of the write mode, computed exactly from the
+        decimal watermarks (0.8 of 32 is 25, not 25.6 rounded by binary floating point)."""
+        from fractions import Fraction
+
+        q = int(self.queue_size)
+        hi = math.floor(Fraction(repr(float(self.write_high_watermark))) * q)
+        lo = math.floor(Fraction(repr(float(self.write_low_watermark))) * q)
+        return max(1, hi), lo
+
+    def to_dict(self) -> dict:
+        return {"queue_size": int(self.queue_size),
+                "write_high_watermark": float(self.write_high_watermark),
+                "write_low_watermark": float(self.write_low_watermark),
+                "page_policy": self.page_policy}
+
+
 def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
                       channels: int | None = None, mapping: str | Sequence[str] = "sieve",
-                      request_bytes: int = 64, queue_size: int = 32,
-                      page_policy: str = "open", log: bool = False) -> DramResult:
+                      request_bytes: int = 64, controller: ControllerConfig | None = None,
+                      queue_size: int | None = None, page_policy: str | None = None,
+                      log: bool = False) -> DramResult:
     """Run a request trace through per-channel FR-FCFS controllers (front end 1).
 
     Args:
@@ -304,16 +413,23 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
             1 = a single controller, as Ramulator 2.1 runs one controller per channel).
         mapping: address mapping preset or field list (sieve.dram.mapping).
         request_bytes: bytes per request (a multiple of the 32 B burst; 64 B = 2 bursts).
-        queue_size: read and write queue entries per channel (Ramulator default 32).
-        page_policy: "open" (rows stay open) or "closed" (auto-precharge when no queued
-            request hits the row).
+        controller: the controller's knobs (default :class:`ControllerConfig()`).
+        queue_size, page_policy: shortcuts that replace those fields of ``controller``
+            (kept for callers of earlier releases).
         log: return the full command log (LOG_DTYPE) in the result.
     """
     spec = get_spec(spec)
-    if page_policy not in ("open", "closed"):
-        raise ConfigError(f"page policy {page_policy!r}: unknown (known: closed, open)")
-    if queue_size < 1:
-        raise ConfigError(f"controller: queue_size must be >= 1, got {queue_size}")
+    if controller is None:
+        controller = ControllerConfig()
+    elif not isinstance(controller, ControllerConfig):
+        raise ConfigError(f"controller: expected a ControllerConfig, got "
+                          f"{type(controller).__name__}")
+    changes = {k: v for k, v in (("queue_size", queue_size), ("page_policy", page_policy))
+               if v is not None}
+    if changes:
+        controller = dataclasses.replace(controller, **changes)
+    if not isinstance(trace, RequestTrace):
+        raise ConfigError(f"request trace: expected a RequestTrace, got {type(trace).__name__}")
     if len(trace) == 0:
         raise ConfigError("request trace: empty")
     mapper = AddressMapper(spec, mapping, channels=channels, request_bytes=request_bytes)
@@ -322,18 +438,22 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
     eng = dev._engine
     tpc = spec.timing.ticks_per_ck
     n = len(trace)
+    if trace.arrive_ck is not None and int(np.max(trace.arrive_ck)) * tpc > _dram.MAX_TICK:
+        raise ConfigError(f"request trace: arrival cycles beyond {_dram.MAX_TICK // tpc} CK")
     arrive = (np.zeros(n, dtype=np.int64) if trace.arrive_ck is None
               else np.ascontiguousarray(trace.arrive_ck * tpc, dtype=np.int64))
     inject = np.zeros(n, dtype=np.int64)
     depart = np.zeros(n, dtype=np.int64)
     rclass = np.full(n, -1, dtype=np.int8)
     pc_bursts = np.zeros(mapper.channels * spec.org.pseudochannels, dtype=np.int64)
+    hi, lo = controller.write_thresholds()
     end = _dram.run_requests(eng, arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
-                           trace.is_write.astype(np.int8), mapper.bursts, int(queue_size),
-                           page_policy == "closed", inject, depart, rclass, pc_bursts)
+                             trace.is_write.astype(np.int8), mapper.bursts,
+                             int(controller.queue_size), hi, lo,
+                             controller.page_policy == "closed", inject, depart, rclass,
+                             pc_bursts)
     if end < 0:
-        raise TimingViolation(f"{spec.name}: request simulation stopped: "
-                              f"{STATUS_MESSAGES.get(eng.last_status, 'engine error')}")
+        raise _run_error(spec, "request simulation", eng.last_status)
     reads = ~trace.is_write
     lat_ns = (depart[reads] - inject[reads]) * spec.tick_ns
     counts = dev.command_counts()
@@ -341,7 +461,8 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
     time_ns = end * spec.tick_ns
     nbytes = n * request_bytes
     return DramResult(
-        spec=spec.name, mapping=mapper.name, channels=mapper.channels, page_policy=page_policy,
+        spec=spec.name, mapping=mapper.name, channels=mapper.channels,
+        page_policy=controller.page_policy,
         requests=n, reads=int(reads.sum()), writes=int(trace.is_write.sum()),
         request_bytes=request_bytes, cycles=cycles, time_ns=float(time_ns),
         bandwidth_gbs=nbytes / time_ns if time_ns > 0 else 0.0,
@@ -352,12 +473,33 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
         row_conflicts=int((rclass == 2).sum()), command_counts=counts,
         refreshes=counts.get("REFab", 0) + counts.get("REFpb", 0),
         latency_ns=lat_ns, pc_bursts=pc_bursts, log=dev.log() if log else None,
+        controller=controller,
     )
+
+
+def _run_error(spec: DramSpec, what: str, status: int) -> SieveError:
+    """The error for a run the engine stopped (status E_*)."""
+    if status == 10:  # E_STALL
+        return TimingViolation(
+            f"{spec.name}: {what} stopped: {STATUS_MESSAGES[10]}; check the spec's timings "
+            f"against its refresh interval (nREFI {spec.timing.nREFI} CK, nRFC "
+            f"{spec.timing.nRFC} CK)")
+    if status == 11:  # E_BARRIER
+        return ConfigError(f"{spec.name}: {what} stopped: {STATUS_MESSAGES[11]}")
+    return TimingViolation(f"{spec.name}: {what} stopped: "
+                           f"{STATUS_MESSAGES.get(status, f'engine status {status}')}")
 
 
 # ============================================================================================
 # Front end 2: PIM programs
 # ============================================================================================
+
+
+#: Barrier scopes of a kernel (:attr:`GemvKernel.sync`).
+BARRIER_SCOPES = ("channel", "all", "group")
+
+#: Largest count accepted in a kernel descriptor (sanity bound: 2**40 vectors, chunks, ...).
+MAX_KERNEL_COUNT = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -372,19 +514,27 @@ class GemvKernel:
                 [PREAB] ACTAB(row), MACAB x macs_per_row
         RDRES x n_res                                 # results back to the host
 
-    ``row = base_row + chunk * rows_per_chunk + r``; PREAB/ACTAB are skipped while the needed
-    row is already open. Vectors are serialized, as the seed's PIM executes a multi-token expert
+    ``row = base_row + chunk * rows_per_chunk + r`` (every row must exist: a kernel whose
+    weights do not fit in a bank is refused); PREAB/ACTAB are skipped while the needed row is
+    already open. Vectors are serialized, as the seed's PIM executes a multi-token expert
     (seed §5 "serialized GEMV operations"). Build descriptors with :func:`sieve.pim.gemv_kernel`
-    rather than by hand.
+    rather than by hand. A kernel ends with its last result (last RDRES + read latency), or
+    without readback (``n_res = 0``) one CK after its last command.
 
     Attributes:
-        gap_ns: idle time between the previous kernel's last result and this kernel's first
-            command on the same PC (e.g. the GPU-side activation between two GEMVs).
-        sync: a barrier over the PCs of the channel: the PC's n-th sync kernel starts
-            ``gap_ns`` after the *latest* end of the kernels before the n-th sync kernels of
-            all the channel's PCs that have one (a GPU step that needs the results of every
-            PC of a GEMV). Channels are simulated independently, so a barrier spans one
-            channel; PCs of different channels that run identical lists reach it together.
+        gap_ns: idle time between the previous kernel's end (or the program's start, or the
+            barrier) and this kernel's first command on the same PC (e.g. the GPU-side
+            activation between two GEMVs).
+        sync: makes the kernel a barrier (a GPU step that needs the results of several PCs):
+            ``False`` (none); ``True`` or ``"channel"``: the PCs of its channel; ``"all"``:
+            every PC of the memory system, all channels of all stacks; ``"group"``: the PCs
+            whose barrier kernels carry the same ``group`` (e.g. the PCs of one expert group
+            under expert parallelism; groups do not wait for each other). The participants
+            of the n-th barrier of a scope are the PCs (of that channel / of the system / of
+            that group) whose streams hold more than n such kernels; each starts ``gap_ns``
+            after the *latest* end among their kernels before it (docs/model-of-computation.md,
+            *Front end 2*).
+        group: the barrier group of a ``sync="group"`` kernel (an integer >= 0).
     """
 
     n_vectors: int
@@ -395,25 +545,52 @@ class GemvKernel:
     n_res: int
     base_row: int = 0
     gap_ns: float = 0.0
-    sync: bool = False
+    sync: bool | str = False
+    group: int = 0
 
     def __post_init__(self):
         for name in ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
                      "n_res", "base_row"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 0:
-                raise ConfigError(f"PIM kernel: {name} must be an integer >= 0, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
+                    0 <= v <= MAX_KERNEL_COUNT):
+                raise ConfigError(f"PIM kernel: {name} must be an integer >= 0 and <= 2**40, "
+                                  f"got {v!r}")
         if self.n_vectors < 1 or self.n_chunks < 1:
             raise ConfigError("PIM kernel: n_vectors and n_chunks must be >= 1")
-        if self.gap_ns < 0:
-            raise ConfigError(f"PIM kernel: gap_ns must be >= 0, got {self.gap_ns}")
-        if not isinstance(self.sync, (bool, np.bool_)):
-            raise ConfigError(f"PIM kernel: sync must be a bool, got {self.sync!r}")
+        g = self.gap_ns
+        if isinstance(g, bool) or not isinstance(g, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(g) or g < 0:
+            raise ConfigError(f"PIM kernel: gap_ns must be a finite number >= 0, got {g!r}")
+        if not (isinstance(self.sync, (bool, np.bool_)) or self.sync in BARRIER_SCOPES):
+            raise ConfigError(f"PIM kernel: sync must be a bool or one of "
+                              f"{', '.join(BARRIER_SCOPES)}, got {self.sync!r}")
+        if isinstance(self.group, bool) or not isinstance(self.group, (int, np.integer)) or (
+                self.group < 0):
+            raise ConfigError(f"PIM kernel: group must be an integer >= 0, got {self.group!r}")
 
     @property
     def macs(self) -> int:
         """MACAB commands of the whole kernel."""
         return self.n_vectors * self.n_chunks * self.rows_per_chunk * self.macs_per_row
+
+    @property
+    def rows_used(self) -> int:
+        """DRAM rows per bank the kernel's weights occupy (0 when it issues no MAC)."""
+        if self.rows_per_chunk == 0 or self.macs_per_row == 0:
+            return 0
+        return self.n_chunks * self.rows_per_chunk
+
+    def barrier_key(self, channel: int) -> tuple | None:
+        """The barrier set this kernel belongs to on ``channel`` (None: no barrier)."""
+        s = self.sync
+        if s is False or (isinstance(s, np.bool_) and not s):
+            return None
+        if s is True or isinstance(s, np.bool_) or s == "channel":
+            return ("channel", int(channel))
+        if s == "all":
+            return ("all",)
+        return ("group", int(self.group))
 
     def _row(self, spec: DramSpec) -> list[int]:
         if self.macs_per_row > spec.pim.banks_per_pu * spec.org.columns:
@@ -421,32 +598,53 @@ class GemvKernel:
                 f"PIM kernel: macs_per_row ({self.macs_per_row}) exceeds the "
                 f"{spec.pim.banks_per_pu * spec.org.columns} bursts a PU can read from one "
                 f"activated row")
+        used = self.rows_used
+        if used and self.base_row + used > spec.org.rows:
+            raise ConfigError(
+                f"PIM kernel {self}: its weights need rows {self.base_row}.."
+                f"{self.base_row + used - 1} of every bank ({used} rows from base_row "
+                f"{self.base_row}) but a bank of {spec.name} has {spec.org.rows} rows")
+        gap = int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9)) if self.gap_ns else 0
+        if gap > _dram.MAX_TICK // 2:
+            raise ConfigError(f"PIM kernel: gap_ns {self.gap_ns} is beyond the simulated time "
+                              f"range ({_dram.MAX_TICK // 2 * spec.tick_ns:.3g} ns)")
         values = {
             "n_vectors": self.n_vectors, "n_chunks": self.n_chunks,
             "gw_per_chunk": self.gw_per_chunk, "rows_per_chunk": self.rows_per_chunk,
             "macs_per_row": self.macs_per_row, "n_res": self.n_res, "base_row": self.base_row,
-            "gap_ticks": int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9)), "sync": int(self.sync),
+            "gap_ticks": gap,
         }
-        return [values[f] for f in _dram.KERNEL_FIELDS]  # the engine's descriptor layout
+        return [int(values[f]) for f in _dram.KERNEL_FIELDS]  # the engine's descriptor layout
 
 
 @dataclass(frozen=True)
 class PimResult:
-    """Outcome of a PIM program (front end 2). Times in ns of the memory clock domain."""
+    """Outcome of one PIM program (front end 2). Times in ns of the memory clock domain.
+
+    Times of a :class:`PimDevice` are absolute device times: ``start_ns`` is when the program
+    was allowed to start, ``end_ns`` its latest kernel end (at least ``start_ns``);
+    ``time_ns = end_ns - start_ns``. :func:`run_pim` starts at 0, so there both coincide.
+    """
 
     spec: str
     n_pcs: int  # pseudo-channels (PIM channels) of the whole memory system
     simulated_channels: int  # channels actually simulated (1 when all channels are identical)
-    cycles: int  # memory CK until the last result is back
-    time_ns: float
+    cycles: int  # memory CK from start_ns until the last result is back
+    time_ns: float  # duration: end_ns - start_ns
     pc_busy_ns: np.ndarray  # per PC: sum of its kernels' durations
-    pc_finish_ns: np.ndarray  # per PC: time its last result is back
+    pc_finish_ns: np.ndarray  # per PC: its latest kernel end (start_ns if it ran none)
     kernel_ptr: np.ndarray  # CSR: kernels of PC q are kernel_*[kernel_ptr[q]:kernel_ptr[q+1]]
-    kernel_start_ns: np.ndarray
-    kernel_end_ns: np.ndarray
+    kernel_start_ns: np.ndarray  # absolute
+    kernel_end_ns: np.ndarray  # absolute
     command_counts: dict[str, int]  # over all PCs (replicated counts when simulated once)
-    refreshes: int
+    refreshes: int  # REFab issued during this program
     log: np.ndarray | None = field(default=None, repr=False)
+    start_ns: float = 0.0
+    end_ns: float | None = None  # (None: time_ns, for results built by hand)
+
+    def __post_init__(self):
+        if self.end_ns is None:
+            object.__setattr__(self, "end_ns", self.start_ns + self.time_ns)
 
     @property
     def pc_utilization(self) -> np.ndarray:
@@ -467,16 +665,279 @@ class PimResult:
         return {
             "spec": self.spec, "n_pcs": self.n_pcs,
             "simulated_channels": self.simulated_channels, "cycles": self.cycles,
-            "time_ns": self.time_ns, "mean_pc_utilization": float(self.pc_utilization.mean()),
+            "time_ns": self.time_ns, "start_ns": self.start_ns, "end_ns": self.end_ns,
+            "mean_pc_utilization": float(self.pc_utilization.mean()),
             "imbalance": self.imbalance, "refreshes": self.refreshes,
             "command_counts": dict(self.command_counts),
         }
 
 
+def _pim_spec(spec: DramSpec | str, who: str) -> DramSpec:
+    spec = get_spec(spec)
+    if spec.pim is None:
+        raise ConfigError(f"{who}: spec {spec.name!r} has no PIM units (PIM presets: "
+                          + ", ".join(n for n, s in _presets().items() if s.pim is not None)
+                          + ")")
+    return spec
+
+
+def _streams(spec: DramSpec, program) -> list[tuple[GemvKernel, ...]]:
+    """One kernel tuple per pseudo-channel (channel-major) from either form of a program."""
+    n_pcs = spec.org.total_pseudochannels
+    if isinstance(program, (str, bytes, GemvKernel)) or not isinstance(program, Sequence):
+        raise ConfigError(f"PIM program: expected a list of GemvKernel or one list per "
+                          f"pseudo-channel, got {type(program).__name__}")
+    if len(program) and all(isinstance(k, GemvKernel) for k in program):
+        return [tuple(program)] * n_pcs
+    per_pc = []
+    for s in program:
+        if isinstance(s, (str, bytes, GemvKernel)) or not isinstance(s, Sequence):
+            raise ConfigError(f"PIM program: expected one kernel list per pseudo-channel, got "
+                              f"a {type(s).__name__} among them")
+        per_pc.append(tuple(s))
+    if len(per_pc) != n_pcs:
+        raise ConfigError(f"PIM program: {len(per_pc)} kernel lists for {n_pcs} "
+                          f"pseudo-channels of {spec.name}")
+    for s in per_pc:
+        for k in s:
+            if not isinstance(k, GemvKernel):
+                raise ConfigError(f"PIM program: expected GemvKernel, got "
+                                  f"{type(k).__name__}")
+    return per_pc
+
+
+class PimDevice:
+    """A PIM memory system that runs PIM programs one after another and keeps its state.
+
+    Everything a program leaves behind carries over to the next one: the timing state of
+    every command and bank, the open PIM rows, each pseudo-channel's refresh due time and
+    last command, the command counts and the log. A decode step is a sequence of programs on
+    the same stacks (attention, then the experts on PIM, layer after layer)::
+
+        dev = PimDevice("b200-hbm3e-pim")
+        a = dev.run(attention_program, start_ns=0.0)
+        b = dev.run(expert_program, start_ns=a.end_ns + gpu_ns)   # absolute device times
+
+    Args:
+        spec: a spec with PIM units.
+        log: keep the command log of every run (:meth:`log`, and each result's ``log``).
+        symmetric: ``"auto"`` simulates one channel and copies its state to the others when
+            every channel runs identical streams *and* all channels are in identical states
+            (exact: channels share nothing; tests/test_pim_engine.py compares it with the full
+            simulation over sequences of programs); ``False`` always simulates every channel.
+
+    Refresh is always on and all-bank (REFab per pseudo-channel every tREFI), whatever the
+    spec's ``refresh`` mode: per-bank refresh of one bank while an all-bank PIM row is open
+    is not modelled (docs/model-of-computation.md, *Front end 2*).
+    """
+
+    def __init__(self, spec: DramSpec | str, *, log: bool = False,
+                 symmetric: bool | str = "auto"):
+        self.spec = _pim_spec(spec, "PIM device")
+        if symmetric not in ("auto", False):
+            raise ConfigError(f"PIM device: symmetric must be 'auto' or False, got "
+                              f"{symmetric!r}")
+        self.symmetric = symmetric
+        self.logging = bool(log)
+        arrays = self.spec.to_arrays()
+        arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
+        self._engine = _dram.Engine(arrays, self.spec.org.total_channels, self.logging)
+        self.tick_ns = self.spec.tick_ns
+        self.reset()
+
+    # ---- state ---------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to power-on: banks closed, no timing history, refresh at its reset phase
+        (every PC's first REFab due tREFI after time 0), time 0, empty log."""
+        self._engine.reset()
+        self._now_tick = 0
+        self._uniform = True  # every channel's state is identical (power-on)
+        self._logs: list[np.ndarray] = []
+        self._broken = False
+        self.programs = 0
+
+    @property
+    def now_ns(self) -> float:
+        """The latest program end so far (ns); the default start of the next program."""
+        return self._now_tick * self.tick_ns
+
+    def log(self) -> np.ndarray:
+        """The command log of every run since creation or :meth:`reset` (LOG_DTYPE, in issue
+        order; empty unless created with ``log=True``)."""
+        if not self._logs:
+            return np.empty(0, dtype=LOG_DTYPE)
+        return np.concatenate(self._logs)
+
+    def command_counts(self) -> dict[str, int]:
+        """Commands issued since creation or :meth:`reset`, over all channels."""
+        counts = self._engine.counts()
+        return {c.name: int(counts[i]) for i, c in enumerate(COMMANDS) if counts[i]}
+
+    def _start_tick(self, start_ns) -> int:
+        if start_ns is None:
+            return self._now_tick
+        if isinstance(start_ns, bool) or not isinstance(
+                start_ns, (int, float, np.integer, np.floating)) or not math.isfinite(
+                start_ns) or start_ns < 0:
+            raise ConfigError(f"PIM device: start_ns must be a finite number >= 0, got "
+                              f"{start_ns!r}")
+        tick = int(np.ceil(start_ns / self.tick_ns - 1e-9)) if start_ns else 0
+        if tick > _dram.MAX_TICK // 2:
+            raise ConfigError(f"PIM device: start_ns {start_ns} is beyond the simulated time "
+                              f"range ({_dram.MAX_TICK // 2 * self.tick_ns:.3g} ns)")
+        return tick
+
+    def _channels_identical(self) -> bool:
+        """Whether every channel's state equals channel 0's (exactly what a channel's future
+        depends on: its state with ready times below its last command clipped, and the
+        round-robin order of its PCs)."""
+        e = self._engine
+        lay = e.layout()
+        st = e.get_state()
+        nch, npc = lay["n_channels"], lay["pcs_per_channel"]
+        floor = st["ch_last"]
+        if np.any(floor != floor[0]):
+            return False
+        for lv in range(5):
+            n = lay["n_nodes"][lv] * lay["n_cmd"]
+            seg = st["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(nch, -1)
+            if np.any(np.maximum(seg, floor[0]) != np.maximum(seg[0], floor[0])):
+                return False
+            n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
+            if n:
+                seg = st["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(nch, -1)
+                if np.any(seg != seg[0]):
+                    return False
+        for k in ("open_row", "ab_row", "n_open"):
+            seg = st[k].reshape(lay["n_buffers"], nch, -1)
+            if np.any(seg != seg[:, :1]):
+                return False
+        for k in ("ref_due", "ref_rr"):
+            seg = st[k].reshape(nch, -1)
+            if np.any(seg != seg[0]):
+                return False
+        last = np.maximum(st["pc_last"], floor[0]).reshape(nch, npc)
+        order = np.argsort(np.argsort(st["pc_lseq"].reshape(nch, npc), axis=1, kind="stable"),
+                           axis=1, kind="stable")
+        return bool(np.all(last == last[0]) and np.all(order == order[0]))
+
+    # ---- running programs --------------------------------------------------------------------
+    def run(self, program: Sequence[GemvKernel] | Sequence[Sequence[GemvKernel]],
+            start_ns: float | None = None) -> PimResult:
+        """Run one PIM program, continuing from the device's state.
+
+        Args:
+            program: one kernel list that every PC runs (tensor parallelism: identical
+                streams), or one kernel list per PC (``len == total pseudo-channels``;
+                expert parallelism), PCs numbered channel-major
+                (``channel * pseudochannels + pc``).
+            start_ns: absolute device time before which no kernel command issues (default
+                :attr:`now_ns`, the end of the latest program). Each PC also issues in order
+                after its previous command, and each channel in time order. Refreshes that
+                fell due while the device was idle are issued when a PC next has work, at
+                ticks possibly before ``start_ns`` (the device refreshed while idle).
+
+        Returns:
+            A :class:`PimResult` in absolute device times.
+        """
+        if self._broken:
+            raise ConfigError("PIM device: an earlier run was interrupted and left the device "
+                              "in an undefined state; call reset()")
+        spec = self.spec
+        per_pc = _streams(spec, program)
+        start = self._start_tick(start_ns)
+        o = spec.org
+        npc, n_ch = o.pseudochannels, o.total_channels
+        by_channel = [tuple(per_pc[c * npc:(c + 1) * npc]) for c in range(n_ch)]
+        same_streams = all(ch == by_channel[0] for ch in by_channel)
+        one = (self.symmetric is not False and same_streams and n_ch > 1
+               and (self._uniform or self._channels_identical()))
+        sim = 1 if one else n_ch
+        streams = per_pc[:sim * npc]
+        # kernel table (de-duplicated descriptor rows) and barrier sets (dense ids)
+        rows: dict[tuple, int] = {}
+        sets: dict[tuple, int] = {}
+        table: list[list[int]] = []
+        prog_ptr = np.zeros(len(streams) + 1, dtype=np.int64)
+        prog_kern: list[int] = []
+        prog_bar: list[int] = []
+        for q, s in enumerate(streams):
+            for k in s:
+                row = tuple(k._row(spec))
+                if row not in rows:
+                    rows[row] = len(table)
+                    table.append(list(row))
+                prog_kern.append(rows[row])
+                key = k.barrier_key(q // npc)
+                prog_bar.append(-1 if key is None else sets.setdefault(key, len(sets)))
+            prog_ptr[q + 1] = len(prog_kern)
+        n_fields = len(_dram.KERNEL_FIELDS)
+        kernels = np.ascontiguousarray(np.array(table or [[1, 1] + [0] * (n_fields - 2)],
+                                                dtype=np.int64).reshape(-1, n_fields))
+        pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
+        pb = np.ascontiguousarray(np.array(prog_bar or [-1], dtype=np.int32))
+        nk = max(len(prog_kern), 1)
+        k_start = np.full(nk, -1, dtype=np.int64)
+        k_end = np.full(nk, -1, dtype=np.int64)
+        busy = np.zeros(len(streams), dtype=np.int64)
+        finish = np.full(len(streams), start, dtype=np.int64)
+        n_ref = np.zeros(len(streams), dtype=np.int64)
+        eng = self._engine
+        counts0 = eng.counts()
+        seq0 = eng.n_issued
+        try:
+            end = _dram.run_pim(eng, kernels, prog_ptr, pk, pb, len(sets), sim, start,
+                                k_start, k_end, busy, finish, n_ref)
+        except BaseException:
+            self._broken = True
+            raise
+        if end < 0:
+            self._broken = True
+            raise _run_error(spec, "PIM program", eng.last_status)
+        n_sim_cmds = eng.n_issued - seq0
+        reps = n_ch // sim
+        log = eng.take_log() if self.logging else None
+        if one:
+            eng.broadcast_channel(0)
+            eng.replicate_counts(counts0, seq0, reps)
+            if log is not None and reps > 1:
+                parts = [log]
+                for c in range(1, reps):
+                    rep = log.copy()
+                    rep["ch"] = c
+                    rep["seq"] += c * n_sim_cmds
+                    parts.append(rep)
+                log = np.concatenate(parts)
+        else:
+            self._uniform = self._uniform and same_streams
+        if log is not None:
+            self._logs.append(log)
+        self._now_tick = max(self._now_tick, int(end))
+        self.programs += 1
+        tick = spec.tick_ns
+        delta = eng.counts() - counts0
+        counts = {c.name: int(delta[i]) for i, c in enumerate(COMMANDS) if delta[i]}
+        ptr_all = np.zeros(o.total_pseudochannels + 1, dtype=np.int64)
+        ptr_all[1:] = np.cumsum([len(s) for s in per_pc])
+        n = len(prog_kern)
+        ks, ke = k_start[:n] * tick, k_end[:n] * tick
+        return PimResult(
+            spec=spec.name, n_pcs=o.total_pseudochannels, simulated_channels=sim,
+            cycles=-(-(int(end) - start) // spec.timing.ticks_per_ck),
+            time_ns=float((end - start) * tick),
+            pc_busy_ns=np.tile(busy, reps) * tick, pc_finish_ns=np.tile(finish, reps) * tick,
+            kernel_ptr=ptr_all, kernel_start_ns=np.tile(ks, reps),
+            kernel_end_ns=np.tile(ke, reps), command_counts=counts,
+            refreshes=int(n_ref.sum()) * reps, log=log, start_ns=float(start * tick),
+            end_ns=float(end * tick),
+        )
+
+
 def run_pim(spec: DramSpec | str,
             program: Sequence[GemvKernel] | Sequence[Sequence[GemvKernel]], *,
             symmetric: bool | str = "auto", log: bool = False) -> PimResult:
-    """Run a PIM program on every pseudo-channel of the spec (front end 2).
+    """Run one PIM program on a fresh device from time 0 (front end 2; one-shot
+    convenience for :class:`PimDevice`).
 
     Args:
         spec: a spec with PIM units (``spec.pim`` not None).
@@ -486,78 +947,13 @@ def run_pim(spec: DramSpec | str,
         symmetric: ``"auto"`` simulates a single channel when every channel runs identical
             streams and reports it for all (exact: channels share nothing - tests/test_pim_engine
             checks it against the full simulation); ``False`` always simulates every channel.
-        log: return the command log of the simulated channels.
+        log: return the command log of every channel.
     """
-    spec = get_spec(spec)
-    if spec.pim is None:
-        raise ConfigError(f"PIM program: spec {spec.name!r} has no PIM units (PIM presets: "
-                          + ", ".join(n for n, s in _presets().items() if s.pim is not None)
-                          + ")")
-    o = spec.org
-    n_pcs = o.total_pseudochannels
-    per_pc: list[tuple[GemvKernel, ...]]
-    if len(program) and all(isinstance(k, GemvKernel) for k in program):
-        per_pc = [tuple(program)] * n_pcs
-    else:
-        per_pc = [tuple(s) for s in program]
-        if len(per_pc) != n_pcs:
-            raise ConfigError(f"PIM program: {len(per_pc)} kernel lists for {n_pcs} "
-                              f"pseudo-channels of {spec.name}")
-        for s in per_pc:
-            for k in s:
-                if not isinstance(k, GemvKernel):
-                    raise ConfigError(f"PIM program: expected GemvKernel, got "
-                                      f"{type(k).__name__}")
-    npc = o.pseudochannels
-    by_channel = [tuple(per_pc[c * npc:(c + 1) * npc]) for c in range(o.total_channels)]
+    spec = _pim_spec(spec, "PIM program")
     if symmetric not in ("auto", True, False):
         raise ConfigError(f"PIM program: symmetric must be 'auto' or False, got {symmetric!r}")
-    one = symmetric is not False and all(ch == by_channel[0] for ch in by_channel)
-    sim_channels = 1 if one else o.total_channels
-    streams = per_pc[:sim_channels * npc]
-    # kernel table with de-duplicated descriptor rows
-    rows: dict[tuple, int] = {}
-    table: list[list[int]] = []
-    prog_ptr = np.zeros(len(streams) + 1, dtype=np.int64)
-    prog_kern: list[int] = []
-    for q, s in enumerate(streams):
-        for k in s:
-            row = tuple(k._row(spec))
-            if row not in rows:
-                rows[row] = len(table)
-                table.append(list(row))
-            prog_kern.append(rows[row])
-        prog_ptr[q + 1] = len(prog_kern)
-    n_fields = len(_dram.KERNEL_FIELDS)
-    kernels = np.ascontiguousarray(np.array(table or [[1, 1] + [0] * (n_fields - 2)],
-                                            dtype=np.int64).reshape(-1, n_fields))
-    pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
-    nk = max(len(prog_kern), 1)
-    k_start = np.full(nk, -1, dtype=np.int64)
-    k_end = np.full(nk, -1, dtype=np.int64)
-    busy = np.zeros(len(streams), dtype=np.int64)
-    finish = np.zeros(len(streams), dtype=np.int64)
-    n_ref = np.zeros(len(streams), dtype=np.int64)
-    dev = DramDevice(spec, channels=sim_channels, log=log)
-    end = _dram.run_pim(dev._engine, kernels, prog_ptr, pk, k_start, k_end, busy, finish, n_ref)
-    if end < 0:
-        raise TimingViolation(f"{spec.name}: PIM program stopped: "
-                              f"{STATUS_MESSAGES.get(dev._engine.last_status, 'engine error')}")
-    reps = o.total_channels // sim_channels
-    tick = spec.tick_ns
-    counts = {k: v * reps for k, v in dev.command_counts().items()}
-    ptr_all = np.zeros(n_pcs + 1, dtype=np.int64)
-    lens = np.array([len(s) for s in per_pc], dtype=np.int64)
-    ptr_all[1:] = np.cumsum(lens)
-    ks, ke = (k_start[:len(prog_kern)] * tick, k_end[:len(prog_kern)] * tick)
-    return PimResult(
-        spec=spec.name, n_pcs=n_pcs, simulated_channels=sim_channels,
-        cycles=-(-int(end) // spec.timing.ticks_per_ck), time_ns=float(end * tick),
-        pc_busy_ns=np.tile(busy, reps) * tick, pc_finish_ns=np.tile(finish, reps) * tick,
-        kernel_ptr=ptr_all, kernel_start_ns=np.tile(ks, reps), kernel_end_ns=np.tile(ke, reps),
-        command_counts=counts, refreshes=int(n_ref.sum()) * reps,
-        log=dev.log() if log else None,
-    )
+    dev = PimDevice(spec, log=log, symmetric=False if symmetric is False else "auto")
+    return dev.run(program, start_ns=0.0)
 
 
 def _presets():
