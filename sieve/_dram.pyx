@@ -384,6 +384,16 @@ cdef class Engine:
             seg[:] = seg[src]
         a["ch_last"][:] = a["ch_last"][src]
 
+    def add_counts(self, delta, int64_t n_issued):
+        """Add commands issued elsewhere (a memoised run): per-command counts and the issue
+        count."""
+        d = np.asarray(delta, dtype=np.int64)
+        if d.shape != (self.n_cmd,) or np.any(d < 0) or not 0 <= n_issued <= MAX_TICK:
+            raise ValueError("Engine.add_counts: bad arguments")
+        cur = np.asarray(self.cmd_count)
+        cur += d
+        self.seq += n_issued
+
     def replicate_counts(self, counts_before, int64_t seq_before, int reps):
         """After a run simulated on one channel and broadcast to ``reps`` channels: scale the
         commands issued since (``counts_before``, ``seq_before``) by ``reps``."""

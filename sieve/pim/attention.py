@@ -12,8 +12,10 @@ AttAcc maps one head per channel, pim-simulators.md §3). Slices are spread over
 Softmax runs on the GPU between the two GEMVs (the seed's PUs only multiply-accumulate;
 AttAcc's in-PIM softmax unit is not part of the modelled PU): every score is read back, one
 GPU step (:mod:`sieve.pim.host`) computes the softmax of the whole batch, and the value GEMVs
-start after it on every PC (a barrier: simulated exactly in two passes). Value partial sums
-are reduced in the GPU step that consumes the output (bytes only, the ``tail_ns``).
+start after it on every PC (the first value kernel of every PC is a barrier over all PCs,
+``sync="all"``). Value partial sums are reduced in the GPU step that consumes the output
+(bytes only, the ``tail_ns``). Runs on a fresh device started at 0, or on the caller's
+:class:`~sieve.dram.device.PimDevice`.
 
 Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
 
@@ -35,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sieve.dram.device import GemvKernel, PimResult, run_pim
+from sieve.dram.device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError
@@ -70,8 +72,9 @@ class AttentionPimResult:
 
     layer_type: str
     on_pim: bool
-    time_ns: float  # PIM: until the last value result is read back (0 when not on PIM)
-    score_ns: float  # end of the score phase (all PCs)
+    time_ns: float  # PIM: from the start until the last value result is read back (0 when
+    # not on PIM)
+    score_ns: float  # end of the score phase (all PCs), from the start
     softmax_ns: float  # GPU step between the phases
     tail_ns: float  # GPU work after the last readback (partial sums)
     gpu_ns: float  # work that stays on the GPU (Gated-DeltaNet layers)
@@ -161,6 +164,7 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
 def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,
                   pcs_per_slice: int | None = None, gpu: str = "b200",
                   gpu_fixed_ns: float | None = None, kv_bytes: int | None = None,
+                  start_ns: float | None = None, device: PimDevice | None = None,
                   log: bool = False) -> AttentionPimResult:
     """Decode attention of ``layer`` for one step of a batch (one new token per request).
 
@@ -172,6 +176,8 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
         pcs_per_slice: PCs per slice group (default :func:`default_pcs_per_slice`).
         gpu, gpu_fixed_ns: the GPU step for softmax (:mod:`sieve.pim.host`).
         kv_bytes: bytes per cached element (default: the PU operand size).
+        start_ns, device: as :func:`sieve.pim.ffn.run_moe_tp` (a fresh device started at
+            ``start_ns``, default 0, or the caller's device, default start its ``now_ns``).
         log: keep the engine's command log.
     """
     from sieve.model.moe import get_model
@@ -217,15 +223,25 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
     value: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
     sm_bytes = tail_bytes = 0
     w = p = 0
+    n_rows = spec.org.rows
     for grp, ss in enumerate(members):
         row = 0
         ks, kv = [], []
+
+        def place(kernel: GemvKernel) -> GemvKernel:
+            # pack the group's slices from row 0; wrap to row 0 (rows then shared, an
+            # approximation) rather than split a kernel across the end of the bank
+            nonlocal row
+            if row + kernel.rows_used > n_rows:
+                row = 0
+            out = replace(kernel, base_row=row)
+            row += kernel.rows_used
+            return out
+
         for s in ss:
             sc, va, _ = layouts(s)
-            ks.append(sc.with_kernel(base_row=row % spec.org.rows).kernel)
-            row += sc.kernel.n_chunks * sc.kernel.rows_per_chunk
-            kv.append(va.with_kernel(base_row=row % spec.org.rows).kernel)
-            row += va.kernel.n_chunks * va.kernel.rows_per_chunk
+            ks.append(place(sc.kernel))
+            kv.append(place(va.kernel))
             sm_bytes += s.n_q * (sc.readback_bytes + s.tokens * 2)
             tail_bytes += s.n_q * max(va.reduce_bytes - va.out_rows * va.out_bytes, 0)
             w += s.n_q * (sc.weight_bytes + va.weight_bytes)
@@ -233,16 +249,21 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
         for q in range(grp * g, (grp + 1) * g):
             score[q], value[q] = ks, kv
     softmax = step.ns(sm_bytes)
-    first = run_pim(spec, score)  # pass 1: the score phase alone gives the barrier time
-    t1 = float(first.pc_finish_ns.max())
-    prog = []
+    # the value phase starts after every score is back and the GPU's softmax: a barrier over
+    # every PC with work (all channels)
+    prog = [score[q] + ([replace(value[q][0], gap_ns=softmax, sync="all")] + value[q][1:]
+                        if value[q] else []) for q in range(n_pcs)]
+    if device is None:
+        device = PimDevice(spec, log=log)
+        start_ns = 0.0 if start_ns is None else start_ns
+    elif not isinstance(device, PimDevice) or device.spec != spec:
+        raise ConfigError(f"PIM attention: device must be a PimDevice of {spec.name!r}")
+    res = device.run(prog, start_ns=start_ns)
+    t1 = res.start_ns
     for q in range(n_pcs):
-        if not value[q]:
-            prog.append(score[q])
-            continue
-        gap = t1 + softmax - (float(first.pc_finish_ns[q]) if score[q] else 0.0)
-        prog.append(score[q] + [replace(value[q][0], gap_ns=gap)] + value[q][1:])
-    res = run_pim(spec, prog, log=log)
+        if score[q]:
+            t1 = max(t1, float(res.kernel_end_ns[res.kernel_ptr[q] + len(score[q]) - 1]))
+    t1 -= res.start_ns
     cache = sum(s.tokens * (s.d_k + (0 if t == "mla" else s.d_v)) * wb for s in slices)
     return AttentionPimResult(
         layer_type=t, on_pim=True, time_ns=res.time_ns, score_ns=t1, softmax_ns=softmax,

@@ -10,11 +10,17 @@ Mappings (docs/model-of-computation.md, *PIM kernels*):
 
 * **TP** (Sieve, seed §6): every expert is sharded over every pseudo-channel at identical
   addresses; experts run one after another, each on all PCs. All PCs run the same stream, so
-  one channel is simulated (exact, tests/test_pim_engine.py).
+  one channel is simulated (exact, tests/test_pim_engine.py). A GPU step between two GEMVs
+  is a barrier over every PC (``sync="all"``).
 * **EP** (PIMoE, seed §7 "Parallelism Across PIM Channels"): the PCs form groups of
   ``pcs_per_expert``; expert ``e`` lives in group ``e mod n_groups`` (static placement,
   sharded TP-style inside its group); groups run different streams, so every channel is
-  simulated and per-PC imbalance is reported.
+  simulated and per-PC imbalance is reported. A GPU step is a barrier over its group only
+  (``sync="group"``): groups do not wait for each other.
+
+Every function runs on a fresh :class:`~sieve.dram.device.PimDevice` started at ``start_ns``
+(the refresh phase), or on the caller's ``device`` (a decode step: the state left by the
+previous program carries over).
 
 Orders of the serialized GEMVs (seed §6 "Converting Skinny GEMM to GEMV": N tokens = N
 GEMVs): ``"token"`` (default, the seed's literal flow: per token GWRITE, gate/up GEMV,
@@ -26,11 +32,11 @@ GEMVs, one GPU step for the layer, every down GEMV).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from sieve.dram.device import GemvKernel, PimResult, run_pim
+from sieve.dram.device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices
@@ -161,19 +167,33 @@ def _tail_bytes(d: GemvLayout) -> int:
     return max(d.reduce_bytes - d.out_rows * d.out_bytes, 0)
 
 
+def _slot_base(who: str, slot: int, slot_rows: int, n_rows: int) -> int:
+    """First row of expert slot ``slot``: slots are packed from row 0; when the bank is full
+    they wrap around to row 0 (several experts then share rows, an approximation: a real
+    deployment would not fit), never splitting a slot across the end of the bank."""
+    fit = n_rows // slot_rows if slot_rows else 1
+    if fit < 1:
+        raise ConfigError(f"{who}: one expert's weights need {slot_rows} rows of every bank, "
+                          f"a bank has {n_rows}")
+    return (slot % fit) * slot_rows
+
+
 def _group_program(gu: GemvLayout, d: GemvLayout, shape: FfnShape, work: list[tuple[int, int]],
-                   order: str, step: GpuStep, n_rows: int, sync: bool):
+                   order: str, step: GpuStep, n_rows: int, sync: bool | str, group: int = 0):
     """Kernels of one PC group running ``work`` = [(slot, tokens)]; returns (kernels, owner
-    index per kernel, GPU step time inside, tail). A kernel after a GPU step waits for every
-    PC of the group (``sync``: the group covers whole channels; a one-PC group needs none)."""
+    index per kernel, GPU step time inside, tail). A kernel after a GPU step is a barrier of
+    scope ``sync`` (``"all"`` under TP, ``"group"`` with ``group`` under EP, False for a
+    one-PC group, whose own end is the group's end)."""
     slot_rows = _rows(gu) + _rows(d)
     kernels: list[GemvKernel] = []
     owner: list[int] = []
     act = 0.0
 
     def k(lay, slot, n, gap, off):
-        return lay.with_kernel(n_vectors=n, gap_ns=gap, sync=sync and gap > 0,
-                               base_row=(slot * slot_rows + off) % n_rows).kernel
+        base = _slot_base("PIM expert FFN", slot, slot_rows, n_rows) + off
+        barrier = sync if (sync and gap > 0) else False
+        return lay.with_kernel(n_vectors=n, gap_ns=gap, sync=barrier, group=group,
+                               base_row=base).kernel
 
     per_tok = _act_bytes(gu, shape)
     if order == "layer":
@@ -205,14 +225,19 @@ def _group_program(gu: GemvLayout, d: GemvLayout, shape: FfnShape, work: list[tu
     return kernels, owner, act, tail
 
 
-def _offset(kernels: list[GemvKernel], start_ns: float) -> list[GemvKernel]:
-    """Delay the first kernel by ``start_ns`` (the program's refresh phase)."""
-    if not start_ns >= 0:
-        raise ConfigError(f"PIM program: start_ns must be >= 0, got {start_ns!r}")
-    if not kernels or start_ns == 0:
-        return kernels
-    k0 = kernels[0]
-    return [replace(k0, gap_ns=k0.gap_ns + start_ns)] + kernels[1:]
+def _device(spec: DramSpec, device: PimDevice | None, start_ns: float | None, log: bool
+            ) -> tuple[PimDevice, float | None]:
+    """The device a program runs on and its start: a fresh one at ``start_ns`` (default 0),
+    or the caller's (default start: its ``now_ns``)."""
+    if device is None:
+        return PimDevice(spec, log=log), 0.0 if start_ns is None else start_ns
+    if not isinstance(device, PimDevice):
+        raise ConfigError(f"PIM program: device must be a PimDevice, got "
+                          f"{type(device).__name__}")
+    if device.spec != spec:
+        raise ConfigError(f"PIM program: the device runs {device.spec.name!r}, not "
+                          f"{spec.name!r}")
+    return device, start_ns
 
 
 def _check(who: str, token_counts, order: str) -> np.ndarray:
@@ -238,7 +263,8 @@ def _expert_times(res: PimResult, pc: int, owner: list[int], n: int):
 
 def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
                order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
-               start_ns: float = 0.0, log: bool = False) -> MoePimResult:
+               start_ns: float | None = None, device: PimDevice | None = None,
+               log: bool = False) -> MoePimResult:
     """The experts of one layer under tensor parallelism over every PC (Sieve's mapping).
 
     Args:
@@ -249,10 +275,15 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
         order: "token", "expert" or "layer" (module docstring).
         gpu: the GPU doing the activation and reductions (:mod:`sieve.pim.host`).
         gpu_fixed_ns: override the GPU step's fixed cost (default: sieve.hw.gpu's t0_gemm).
-        start_ns: start the program this long after the refresh counters' reset (the
-            refresh phase; the first REFab of every PC is due at ``nREFI``). Reported times
-            are relative to the start.
-        log: keep the engine's command log (for sieve.dram.checker).
+        start_ns: when the program may start, in device time. On a fresh device (no
+            ``device``) this is the refresh phase: the first REFab of every PC is due at
+            ``nREFI`` after time 0 (default 0). On ``device``, default its ``now_ns``.
+        device: run on this :class:`PimDevice` (it keeps the state the program leaves).
+        log: keep the engine's command log (for sieve.dram.checker; with ``device``, the
+            device's own setting applies).
+
+    Times in the result are relative to the program's start; ``result.pim`` holds the
+    engine's result in absolute device times.
     """
     spec = get_spec(spec)
     counts = _check("PIM MoE (TP)", token_counts, order)
@@ -261,14 +292,14 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
     ids = np.flatnonzero(counts)
     work = [(int(e), int(counts[e])) for e in ids]
     kernels, owner, act, tail = _group_program(gu, d, shape, work, order, step, spec.org.rows,
-                                               spec.org.pseudochannels > 1)
-    res = run_pim(spec, _offset(kernels, start_ns), log=log)
+                                               "all")
+    dev, t0 = _device(spec, device, start_ns, log)
+    res = dev.run(kernels, start_ns=t0)
     start, end = _expert_times(res, 0, owner, len(work))
     return MoePimResult(
-        mapping="tp", order=order, time_ns=res.time_ns - start_ns, tail_ns=tail,
-        expert_ids=ids,
-        tokens=counts[ids], expert_start_ns=start - start_ns, expert_end_ns=end - start_ns,
-        act_ns=act, gate_up=gu,
+        mapping="tp", order=order, time_ns=res.time_ns, tail_ns=tail,
+        expert_ids=ids, tokens=counts[ids], expert_start_ns=start - res.start_ns,
+        expert_end_ns=end - res.start_ns, act_ns=act, gate_up=gu,
         down=d, pcs_per_expert=spec.org.total_pseudochannels,
         group_busy_ns=np.array([res.pc_busy_ns.max()]), pim=res)
 
@@ -285,7 +316,8 @@ def default_pcs_per_expert(spec: DramSpec | str, n_experts: int) -> int:
 def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
                pcs_per_expert: int | None = None, placement: Sequence[int] | None = None,
                order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
-               start_ns: float = 0.0, log: bool = False) -> MoePimResult:
+               start_ns: float | None = None, device: PimDevice | None = None,
+               log: bool = False) -> MoePimResult:
     """The experts of one layer under expert parallelism across PC groups (PIMoE's mapping).
 
     Args:
@@ -323,14 +355,14 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
         work = [(slot, int(counts[e])) for slot, e in enumerate(members) if counts[e] > 0]
         ids = [e for e in members if counts[e] > 0]
         kernels, owner, a, t = _group_program(gu, d, shape, work, order, step, spec.org.rows,
-                                              g % spec.org.pseudochannels == 0)
-        kernels = _offset(kernels, start_ns)
+                                              "group" if g > 1 else False, grp)
         for q in range(grp * g, (grp + 1) * g):
             per_pc[q] = kernels
         owners[grp] = (ids, owner)
         act = max(act, a)
         tail = max(tail, t)
-    res = run_pim(spec, per_pc, log=log)
+    dev, t0 = _device(spec, device, start_ns, log)
+    res = dev.run(per_pc, start_ns=t0)
     ids_all = np.flatnonzero(counts)
     start = np.full(ids_all.size, np.nan)
     end = np.full(ids_all.size, np.nan)
@@ -341,15 +373,15 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
             start[pos[ex]], end[pos[ex]] = s[j], e[j]
     busy = res.pc_busy_ns.reshape(n_groups, g).max(axis=1)
     return MoePimResult(
-        mapping="ep", order=order, time_ns=res.time_ns - start_ns, tail_ns=tail,
-        expert_ids=ids_all, tokens=counts[ids_all], expert_start_ns=start - start_ns,
-        expert_end_ns=end - start_ns, act_ns=act,
+        mapping="ep", order=order, time_ns=res.time_ns, tail_ns=tail,
+        expert_ids=ids_all, tokens=counts[ids_all], expert_start_ns=start - res.start_ns,
+        expert_end_ns=end - res.start_ns, act_ns=act,
         gate_up=gu, down=d, pcs_per_expert=int(g), group_busy_ns=busy, pim=res)
 
 
 def run_expert_ffn(spec: DramSpec | str, shape: FfnShape, n_tokens: int, **kw) -> MoePimResult:
-    """One expert with ``n_tokens`` tokens under TP, started at time 0 (see
-    :func:`run_moe_tp` for the keyword arguments)."""
+    """One expert with ``n_tokens`` tokens under TP, by default on a fresh device started at
+    time 0 (see :func:`run_moe_tp` for the keyword arguments)."""
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ConfigError(f"PIM expert FFN: n_tokens must be an integer >= 1, got {n_tokens!r}")
     return run_moe_tp(spec, shape, [int(n_tokens)], **kw)
