@@ -183,9 +183,12 @@ def _cmd_dram(args: argparse.Namespace) -> int:
         trace = memtrace.synthetic_trace(args.pattern or "seq", args.requests,
                                          stride_bytes=args.request_bytes,
                                          write_fraction=args.write_fraction, seed=args.seed)
+    controller = dram.ControllerConfig(queue_size=args.queue,
+                                       write_high_watermark=args.write_high,
+                                       write_low_watermark=args.write_low,
+                                       page_policy=args.page)
     res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
-                                 request_bytes=args.request_bytes, queue_size=args.queue,
-                                 page_policy=args.page)
+                                 request_bytes=args.request_bytes, controller=controller)
     if args.json:
         d = res.to_dict()
         d["trace"] = trace.source
@@ -305,7 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "ChRaBaRoCo (default sieve)")
     p.add_argument("--request-bytes", type=int, default=64, help="bytes per request "
                    "(default 64; 32 = one burst, as Ramulator's transactions)")
-    p.add_argument("--queue", type=int, default=32, help="read/write queue entries per channel")
+    p.add_argument("--queue", type=int, default=32, help="read/write queue entries per channel "
+                   "(default 32, as Ramulator 2)")
+    p.add_argument("--write-high", type=float, default=0.8, metavar="FRACTION",
+                   help="write-queue fill that starts a write drain (default 0.8, as Ramulator 2)")
+    p.add_argument("--write-low", type=float, default=0.2, metavar="FRACTION",
+                   help="write-queue fill that ends a write drain (default 0.2, as Ramulator 2)")
     p.add_argument("--page", choices=("open", "closed"), default="open", help="page policy")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_dram)
@@ -343,13 +351,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except SieveError as exc:
         print(f"sieve: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover
+    except KeyboardInterrupt:
+        # Ctrl-C, also inside the engine's compiled loops (they let SIGINT through): result
+        # files are written only once complete (sieve.outputs), so none is left behind
         print("sieve: interrupted", file=sys.stderr)
         return 130

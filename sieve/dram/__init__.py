@@ -10,7 +10,8 @@ Layer: bottom (imports only :mod:`sieve.errors` and :mod:`sieve.outputs`). Modul
 * :mod:`~sieve.dram.mapping`, :mod:`~sieve.dram.memtrace` - address mapping and request traces;
 * :mod:`~sieve.dram.log` - the command-log record shared by the engine and the checker;
 * :mod:`~sieve.dram.device` - the door into ``sieve._dram``: :class:`DramDevice`,
-  :func:`simulate_requests`, :func:`run_pim`;
+  :func:`simulate_requests` (with :class:`ControllerConfig`), :class:`PimDevice` (PIM
+  programs back to back on one device, :class:`ProgramMemo`) and :func:`run_pim`;
 * :mod:`sieve.dram.checker` - the independent timing checker (never imports the engine).
 
 The device names are loaded on first use, so specs, presets and the checker work without
@@ -68,11 +69,15 @@ from sieve.dram.spec import (  # noqa: F401
 
 _DEVICE_NAMES = frozenset({
     "Address",
+    "BARRIER_SCOPES",
+    "ControllerConfig",
     "DEBUG_BUILD",
     "DramDevice",
     "DramResult",
     "GemvKernel",
+    "PimDevice",
     "PimResult",
+    "ProgramMemo",
     "STATUS_MESSAGES",
     "run_pim",
     "simulate_requests",
@@ -94,9 +99,11 @@ __all__ = [
     "BUFFER_PIM",
     "BUS_COL",
     "BUS_ROW",
+    "BARRIER_SCOPES",
     "COMMANDS",
     "COMMAND_INDEX",
     "CommandDef",
+    "ControllerConfig",
     "DEBUG_BUILD",
     "DEFAULT_SPEC",
     "DRAM_CONSTRAINTS",
@@ -115,7 +122,9 @@ __all__ = [
     "PIM_CONSTRAINTS",
     "PRESETS",
     "PimConfig",
+    "PimDevice",
     "PimResult",
+    "ProgramMemo",
     "RequestTrace",
     "ResolvedConstraint",
     "SHARED_BUFFER_CONSTRAINTS",

@@ -312,7 +312,10 @@ class DramResult:
         """A Ramulator-like plain-text stats block."""
         lines = [
             f"memory_system: {self.spec}  ({self.channels} channel(s), mapping {self.mapping}, "
-            f"{self.page_policy}-page, FR-FCFS)",
+            f"{self.page_policy}-page, FR-FCFS"
+            + (f", queues {self.controller.queue_size}, write drain "
+               f"{self.controller.write_thresholds()[0]}->{self.controller.write_thresholds()[1]}"
+               if self.controller else "") + ")",
             f"  total_num_read_requests:  {self.reads}",
             f"  total_num_write_requests: {self.writes}",
             f"  memory_system_cycles:     {self.cycles}",

@@ -53,6 +53,17 @@ from sieve.errors import ConfigError, choices
 
 __all__ = ["DramOrg", "DramSpec", "DramTiming", "PimConfig", "ns_to_ck"]
 
+#: Largest timing value (CK, or ps for tCK_ps): latencies are sums of a few timings times
+#: ticks_per_ck, and must stay far inside the engine's int64 tick arithmetic (2**61).
+MAX_TIMING = 2**31 - 1
+#: Largest ticks per CK (a power of two; 2 for HBM3 half-cycle row commands).
+MAX_TICKS_PER_CK = 64
+#: Largest row / column count (the engine stores rows and columns as int32).
+MAX_ORG_INDEX = 2**31 - 1
+#: Largest number of banks in a memory system (the engine's timing tables grow with it;
+#: 2**24 banks take about 2 GB; the largest preset has 8192).
+MAX_BANKS = 2**24
+
 
 # --------------------------------------------------------------------------------------------
 # Spec dataclasses
@@ -391,19 +402,47 @@ class DramSpec:
             v = getattr(self.org, name)
             if v & (v - 1):
                 raise ConfigError(f"{who}: org.{name} must be a power of two, got {v}")
+        o = self.org
+        for name in ("rows", "columns"):
+            if getattr(o, name) > MAX_ORG_INDEX:
+                raise ConfigError(f"{who}: org.{name} must be in [1, {MAX_ORG_INDEX}], got "
+                                  f"{getattr(o, name)}")
+        banks = o.total_pseudochannels * o.banks_per_pc
+        if banks > MAX_BANKS:
+            raise ConfigError(f"{who}: {banks} banks in the memory system (stacks x channels x "
+                              f"pseudochannels x sids x bankgroups x banks); the engine "
+                              f"simulates at most {MAX_BANKS}")
         for name, v in self.timing.values().items():
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
                 raise ConfigError(f"{who}: timing {name} must be an integer, got {v!r}")
-            if v < 0:
-                raise ConfigError(f"{who}: timing {name} must be >= 0 cycles, got {v}")
+            if not 0 <= v <= MAX_TIMING:
+                raise ConfigError(f"{who}: timing {name} must be in [0, {MAX_TIMING}] "
+                                  f"{'ps' if name == 'tCK_ps' else 'CK'}, got {v}")
         t = self.timing
         for name in ("tCK_ps", "ticks_per_ck", "nBL", "nCL", "nREFI", "nRFC"):
             if getattr(t, name) < 1:
                 raise ConfigError(f"{who}: timing {name} must be >= 1, got {getattr(t, name)}")
+        if t.ticks_per_ck > MAX_TICKS_PER_CK or t.ticks_per_ck & (t.ticks_per_ck - 1):
+            raise ConfigError(f"{who}: timing ticks_per_ck must be a power of two in [1, "
+                              f"{MAX_TICKS_PER_CK}], got {t.ticks_per_ck}")
         if t.nRFC >= t.nREFI:
             raise ConfigError(
                 f"{who}: impossible refresh timing: nRFC ({t.nRFC}) >= nREFI ({t.nREFI})"
             )
+        # A row opened right after a refresh must be usable before the next refresh closes it,
+        # or every access livelocks (refresh has priority once due).
+        for name in ("nRCDRD", "nRCDWR"):
+            if t.nRFC + getattr(t, name) >= t.nREFI:
+                raise ConfigError(
+                    f"{who}: impossible timing: nRFC ({t.nRFC}) + {name} ({getattr(t, name)}) >= "
+                    f"nREFI ({t.nREFI}) CK: a row activated after a refresh could never be "
+                    f"accessed before the next refresh closes it")
+            if self.refresh == "perbank" and t.nRFCpb + getattr(t, name) >= (
+                    t.nREFIpb * o.banks_per_pc):
+                raise ConfigError(
+                    f"{who}: impossible timing: nRFCpb ({t.nRFCpb}) + {name} "
+                    f"({getattr(t, name)}) >= the per-bank refresh period nREFIpb x banks per "
+                    f"pseudo-channel ({t.nREFIpb * o.banks_per_pc} CK)")
         if self.refresh not in ("allbank", "perbank"):
             raise ConfigError(f"{who}: refresh must be 'allbank' or 'perbank', got "
                               f"{self.refresh!r}")

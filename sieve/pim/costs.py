@@ -1,19 +1,24 @@
 """A memoised table of engine times for single experts on PIM (exact by construction).
 
 Every entry is the engine's time (:func:`sieve.pim.ffn.run_expert_ffn`) of one expert FFN with
-``N`` tokens under TP, **started at time 0**, i.e. with the refresh counters at their reset
-phase (the first REFab of every PC due at ``nREFI``). The engine is deterministic and the
-descriptors depend only on (spec, shape, N, order, GPU step), so a cached entry equals a fresh
-simulation bit for bit (tests/test_pim_kernels.py checks sampled entries).
+``N`` tokens under TP on a **fresh** :class:`~sieve.dram.device.PimDevice` (idle: every bank
+closed, no timing history) started at a refresh phase: ``phases=1`` starts it at time 0, when
+the first REFab of every PC is due ``tREFI`` later; ``phases=K`` is the mean of K such
+simulations started at ``i * tREFI / K`` (i = 0..K-1), i.e. the expected time of the program
+on an idle device over uniformly distributed refresh phases. The key (spec values, shape, N,
+order, GPU step, phases) fixes both the device state and the programs, so an entry equals a
+fresh simulation at the same phases bit for bit (tests/test_pim_kernels.py).
 
-What the convention leaves out: inside a layer an expert starts at some ``t0 > 0`` and meets
-refresh at another phase, so its time can differ by up to about one refresh (``tRFC`` plus a
-row re-activation; 450 ns + ~40 ns on b200-hbm3e-pim). Programs shorter than ``tREFI``
-(3.9 µs) started at time 0 never meet a refresh, so t = 0 entries are biased *low* by up to
-``tRFC / tREFI`` (11.5 %). ``phases=K`` removes that bias explicitly: an entry is the mean of
-K exact simulations started at ``i * tREFI / K`` after the refresh reset (i = 0..K-1), i.e.
-the expected time over refresh phases. docs/validation.md (*PIM kernels*) compares both
-conventions with a whole layer simulated at once (:func:`sieve.pim.ffn.run_moe_tp`).
+What an entry leaves out is the state a *running* device carries into the program: the open
+rows, timing history and actual refresh phase left by the previous program of the step
+(attention, the experts before). That is a few row activations and up to one refresh
+(``tRFC`` + a row re-open, ~0.5 µs on b200-hbm3e-pim) per program; a t = 0 entry of a program
+shorter than ``tREFI`` (3.9 µs) never meets a refresh, so ``phases=1`` is biased low by up to
+``tRFC / tREFI`` (11.5 %), which ``phases=K`` removes on average. The table is therefore a
+scheduler's estimate; exact step times come from running the programs one after another on
+one PimDevice (which a :class:`~sieve.dram.device.ProgramMemo` can memoise exactly, keyed by
+the device state). docs/validation.md (*PIM kernels*) compares both conventions with a whole
+layer simulated at once.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class PimCostTable:
         order: GEMV order (:data:`sieve.pim.ffn.ORDERS`; "layer" is "expert" for one expert).
         gpu, gpu_fixed_ns: GPU step of the activation (:mod:`sieve.pim.host`).
         phases: 1 = start at time 0 (refresh reset); K > 1 = mean over K start phases evenly
-            spaced in ``tREFI``.
+            spaced in ``tREFI`` (the expected time over refresh phases).
     """
 
     def __init__(self, spec: DramSpec | str = "b200-hbm3e-pim", *, order: str = "token",
@@ -61,20 +66,24 @@ class PimCostTable:
         return (self._key, shape.hidden, shape.intermediate, shape.gated, int(n_tokens),
                 self.order, self.gpu, self.gpu_fixed_ns, self.phases)
 
+    def phase_starts_ns(self) -> list[float]:
+        """The start times of the entry's simulations on a fresh device (ns)."""
+        refi_ns = self.spec.timing.nREFI * self.spec.tCK_ns
+        return [i * refi_ns / self.phases for i in range(self.phases)]
+
     def fresh_ns(self, shape: FfnShape, n_tokens: int) -> float:
-        """A new simulation of the entry (no memo)."""
-        t = self.spec.timing
-        refi_ns = t.nREFI * self.spec.tCK_ns
+        """A new simulation of the entry (no memo): the mean ``total_ns`` over the phases,
+        each a fresh :class:`~sieve.dram.device.PimDevice` started at that time."""
         total = 0.0
-        for i in range(self.phases):
+        for start in self.phase_starts_ns():
             r = run_expert_ffn(self.spec, shape, n_tokens, order=self.order, gpu=self.gpu,
-                               gpu_fixed_ns=self.gpu_fixed_ns,
-                               start_ns=i * refi_ns / self.phases)
+                               gpu_fixed_ns=self.gpu_fixed_ns, start_ns=start)
             total += r.total_ns
         return total / self.phases
 
     def expert_ns(self, shape: FfnShape, n_tokens: int) -> float:
-        """``total_ns`` of one expert with ``n_tokens`` tokens, started at time 0."""
+        """``total_ns`` of one expert with ``n_tokens`` tokens on an idle device (mean over the
+        table's refresh phases)."""
         k = self.key(shape, n_tokens)
         if k in self._table:
             self.hits += 1

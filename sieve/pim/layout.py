@@ -133,6 +133,11 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     rows_per_chunk = math.ceil(macs_chunk / row_cap)
     macs_per_row = math.ceil(macs_chunk / rows_per_chunk)
     n_res = math.ceil(rows_pc * out_bytes / o.access_bytes)
+    if base_row + n_chunks * rows_per_chunk > o.rows:
+        raise ConfigError(
+            f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
+            f"column group(s) needs {n_chunks * rows_per_chunk} rows of every bank from row "
+            f"{base_row}; a bank of {spec.name} has {o.rows} rows")
     kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
                         rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
                         base_row=base_row, gap_ns=gap_ns)
@@ -207,6 +212,11 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
                           f"got {wb!r}")
     if not isinstance(out_bytes, int) or out_bytes < 1:
         raise ConfigError(f"{who}: out_bytes must be an integer >= 1, got {out_bytes!r}")
+    capacity = n_pcs * o.banks_per_pc * o.rows * o.row_bytes
+    if out_rows * in_cols * wb > capacity:
+        raise ConfigError(f"{who}: a {out_rows} x {in_cols} matrix of {wb}-byte weights "
+                          f"({out_rows * in_cols * wb:.4g} B) does not fit in the {n_pcs} "
+                          f"pseudo-channels' {capacity:.4g} B of {spec.name}")
     if isinstance(col_groups, str):
         if col_groups not in ("auto", "fast"):
             raise ConfigError(f"{who}: col_groups must be an integer or one of auto, fast; "
@@ -238,9 +248,14 @@ def _search(spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int, ou
             ns_per_byte: float, fast: bool) -> int:
     from sieve.dram.device import run_pim
 
-    best, best_t = 1, math.inf
+    best, best_t = None, math.inf
+    first_error = None
     for c in col_group_choices(spec, in_cols, n_pcs, wb):
-        lay = _build(spec, out_rows, in_cols, 1, n_pcs, c, wb, out_bytes, 0, 0.0)
+        try:
+            lay = _build(spec, out_rows, in_cols, 1, n_pcs, c, wb, out_bytes, 0, 0.0)
+        except ConfigError as exc:  # this split does not fit in a bank; others may
+            first_error = first_error or exc
+            continue
         if fast:
             t = estimate_kernel_ns(spec, lay.kernel)
         else:
@@ -249,6 +264,8 @@ def _search(spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int, ou
         t += ns_per_byte * lay.reduce_bytes
         if t < best_t - 1e-9:
             best, best_t = c, t
+    if best is None:
+        raise first_error
     return best
 
 
