@@ -238,6 +238,9 @@ cdef class _PimRun:
         cdef int row = -1, col = -1, rc
         self.eng._nodes(c, pl, 0, 0, 0, nodes)
         if kind != CAND_WORK:
+            if kind == CAND_REF and (now - _max(self.st[q, P_PROG], self.st[q, P_READY])
+                                     > self.stall_limit):
+                return E_STALL  # refreshes only, for a PC whose work is ready: livelock
             rc = self.eng._issue(cmd, nodes, -1, -1, now)
             if cmd == C_REFAB:
                 self.eng._ref_done(q)
@@ -248,7 +251,7 @@ cdef class _PimRun:
         kk = self.pk[slot]
         if cmd == C_ACTAB or cmd == C_PREAB:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
-            # closes its row before the first MAC every time)
+            # closes its row before the first MAC every time, or refreshes never end)
             if now - _max(self.st[q, P_PROG], self.st[q, P_READY]) > self.stall_limit:
                 return E_STALL
         else:

@@ -415,7 +415,9 @@ class DramSpec:
         for name, v in self.timing.values().items():
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
                 raise ConfigError(f"{who}: timing {name} must be an integer, got {v!r}")
-            if not 0 <= v <= MAX_TIMING:
+            if v < 0:
+                raise ConfigError(f"{who}: timing {name} must be >= 0 cycles, got {v}")
+            if v > MAX_TIMING:
                 raise ConfigError(f"{who}: timing {name} must be in [0, {MAX_TIMING}] "
                                   f"{'ps' if name == 'tCK_ps' else 'CK'}, got {v}")
         t = self.timing
