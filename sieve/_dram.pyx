@@ -436,6 +436,17 @@ cdef class Engine:
             return self._align(cmd, self._earliest(cmd, nodes))
         return self._earliest(cmd, nodes)
 
+    def _debug_unchecked_earliest(self, int cmd, int ch, int pc, int sid, int bg, int ba):
+        """Debug builds only: earliest() without the argument check, so a test can show that
+        the bounds-checked build catches an out-of-range access inside the nogil core."""
+        cdef int nodes[5]
+        if not SIEVE_DEBUG_BUILD:
+            raise RuntimeError("_debug_unchecked_earliest exists only in the debug build")
+        if not 0 <= cmd < self.n_cmd:
+            raise ValueError(f"command id {cmd} out of range [0, {self.n_cmd})")
+        self._nodes(ch, pc, sid, bg, ba, nodes)
+        return self._earliest(cmd, nodes)
+
     def state_check(self, int cmd, int ch, int pc, int sid, int bg, int ba, int row):
         """0 if the bank state allows `cmd`, else an E_* status code."""
         cdef int nodes[5]

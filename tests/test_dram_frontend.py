@@ -148,11 +148,14 @@ def test_debug_build_detects_out_of_bounds_access():
     import sys
 
     dev = dram.DramDevice("hbm3-6400", channels=1)
+    with pytest.raises(ValueError, match="out of range"):  # every public entry checks
+        dev._engine.earliest(0, 5, 0, 0, 0, 0)
     seen = []
     old = sys.unraisablehook
     sys.unraisablehook = lambda u: seen.append(u.exc_value)
     try:
-        dev._engine.earliest(0, 5, 0, 0, 0, 0)  # channel 5 of a 1-channel engine
+        # the same access past the argument check: the bounds-checked core catches it
+        dev._engine._debug_unchecked_earliest(0, 5, 0, 0, 0, 0)  # channel 5 of 1
     finally:
         sys.unraisablehook = old
     assert any(isinstance(e, IndexError) for e in seen)
