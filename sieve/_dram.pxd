@@ -156,7 +156,7 @@ cdef class Engine:
     cdef int64_t[::1] ref_due           # per PC: tick its next refresh is due
     cdef int32_t[::1] ref_rr            # per PC: bank of its next REFpb (round robin)
 
-    # ---- issue order (carried across runs) ----
+    # ---- issue order (PIM front end and single-command API; carried across runs) ----
     cdef int64_t[::1] pc_last           # per PC: tick of its latest command
     cdef int64_t[::1] pc_lseq           # per PC: issue count after its latest command
     cdef int64_t[::1] ch_last           # per channel: tick of its latest command
@@ -176,6 +176,7 @@ cdef class Engine:
     cdef inline tick_t _align(self, int cmd, tick_t t) noexcept nogil
     cdef inline int _state(self, int cmd, const int* nodes, int row) noexcept nogil
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
+    cdef inline void _order(self, const int* nodes, tick_t clk) noexcept nogil
     cdef void _apply_state(self, int cmd, const int* nodes, int row) noexcept nogil
     cdef int _log(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
     cdef int _ref_cmd(self, int64_t q, int64_t* bank) noexcept nogil

@@ -193,11 +193,9 @@ cdef class Engine:
                 hs >= np.repeat(n_slots, nc)) or np.any(hs < -1):
             raise ValueError("Engine: inconsistent history slots")
         # every windowed row must have a history slot for its (level, preceding command)
-        for lv in range(N_LEVELS):
-            for c in range(nc):
-                k0, k1 = ptr[lv * nc + c], ptr[lv * nc + c + 1]
-                if np.any(win_a[k0:k1] > 1) and hs[lv * nc + c] < 0:
-                    raise ValueError("Engine: a windowed constraint has no history slot")
+        group = np.searchsorted(ptr, np.arange(n_rows_c), side="right") - 1
+        if np.any(hs[group[win_a > 1]] < 0):
+            raise ValueError("Engine: a windowed constraint has no history slot")
         self.hist_slot = hs
         cdef int64_t k
         self.n_rows_total = n_rows_c
@@ -474,7 +472,10 @@ cdef class Engine:
             rc = self._state(cmd, nodes, row)
             if rc != E_OK:
                 return rc
-        return self._issue(cmd, nodes, row, col, clk)
+        rc = self._issue(cmd, nodes, row, col, clk)
+        if rc == E_OK:
+            self._order(nodes, clk)
+        return rc
 
     # ---------------------------------------------------------------------------------------
     # Core (nogil)
@@ -662,11 +663,15 @@ cdef class Engine:
             if self._log(cmd, nodes, row, col, clk) != E_OK:
                 return E_NOMEM
         self.seq += 1
+        return E_OK
+
+    cdef inline void _order(self, const int* nodes, tick_t clk) noexcept nogil:
+        """Record the issue order state of a command just issued (the PIM front end and the
+        single-command API keep it; the request front end does not need it)."""
         self.pc_last[nodes[1]] = clk
         self.pc_lseq[nodes[1]] = self.seq
         if clk > self.ch_last[nodes[0]]:
             self.ch_last[nodes[0]] = clk
-        return E_OK
 
     # ---------------------------------------------------------------------------------------
     # Refresh manager (both front ends): when a PC's refresh is due, its rows are closed and

@@ -40,7 +40,11 @@ cdef tick_t PULL_IN = 7
 
 @cython.final
 cdef class _PimRun:
-    """The state of one run_pim call (streams, barriers, outputs) and its nogil steps."""
+    """The state of one run_pim call (streams, barriers, outputs) and its nogil steps.
+
+    The memoryviews own the buffers; the hot loop goes through raw pointers into them (and
+    into the engine's per-PC arrays), with SIEVE_CHECK_INDEX on the indices in debug builds.
+    """
 
     cdef Engine eng
     cdef const int64_t[:, ::1] kern
@@ -65,16 +69,62 @@ cdef class _PimRun:
     cdef int n_pc_ch
     cdef tick_t pull
     cdef tick_t stall_limit
+    # raw views for the hot loop
+    cdef int64_t* S                     # st (P_NFIELDS per PC)
+    cdef const int64_t* K               # kernel table (K_NFIELDS per kernel)
+    cdef const int32_t* PK
+    cdef int64_t* KS
+    cdef int64_t* KE
+    cdef int64_t* LAST                  # engine: per-PC last command tick
+    cdef int64_t* LSEQ                  # engine: per-PC issue count after its last command
+    cdef int64_t* CHL                   # engine: per-channel last command tick
+    cdef int64_t* DUE                   # engine: per-PC refresh due tick
+    cdef const int32_t* AB              # engine: per-PC all-bank row of the PIM row buffer
+    cdef int64_t n_pcs
+    cdef int64_t n_kern
+    cdef int64_t n_slots
+
+    cdef void _bind(self) noexcept:
+        """Point the raw views at the buffers (after every memoryview is assigned)."""
+        cdef Engine e = self.eng
+        self.S = &self.st[0, 0]
+        self.K = &self.kern[0, 0]
+        self.PK = &self.pk[0]
+        self.KS = &self.k_start[0]
+        self.KE = &self.k_end[0]
+        self.LAST = &e.pc_last[0]
+        self.LSEQ = &e.pc_lseq[0]
+        self.CHL = &e.ch_last[0]
+        self.DUE = &e.ref_due[0]
+        self.AB = &e.ab_row[e.pim_ab_off]
+        self.n_pcs = self.st.shape[0]
+        self.n_kern = self.kern.shape[0]
+        self.n_slots = self.pk.shape[0]
+
+    cdef inline int64_t* _s(self, int64_t q) noexcept nogil:
+        SIEVE_CHECK_INDEX(q, self.n_pcs)
+        return self.S + q * P_NFIELDS
+
+    cdef inline const int64_t* _k(self, int64_t slot) noexcept nogil:
+        """The descriptor row of the kernel in `slot`."""
+        cdef int64_t kk
+        SIEVE_CHECK_INDEX(slot, self.n_slots)
+        kk = self.PK[slot]
+        SIEVE_CHECK_INDEX(kk, self.n_kern)
+        return self.K + kk * K_NFIELDS
+
+    cdef inline void _ordered(self, int64_t q, int c, tick_t now) noexcept nogil:
+        """PC q of channel c issued at `now`: the issue order the next commands follow."""
+        self.LAST[q] = now
+        self.LSEQ[q] = self.eng.seq
+        if now > self.CHL[c]:
+            self.CHL[c] = now
 
     cdef inline void _mark(self, int64_t c) noexcept nogil:
         if not self.dirty[c]:
             self.dirty[c] = 1
             self.dlist[self.nd] = <int32_t>c
             self.nd += 1
-
-    cdef inline int _row(self, int64_t kk, int64_t k, int64_t r) noexcept nogil:
-        # in range: run_pim refuses kernels whose rows do not fit in a bank
-        return <int>(self.kern[kk, K_BASE] + k * self.kern[kk, K_ROWS] + r)
 
     cdef void _release(self, int64_t s) noexcept nogil:
         """Every PC of barrier set s has arrived: start their next kernels ``gap`` after the
@@ -106,120 +156,136 @@ cdef class _PimRun:
 
     cdef void _finish_kernel(self, int64_t q) noexcept nogil:
         """Book the end of PC q's current kernel and move to its next one."""
-        cdef int64_t slot = self.st[q, P_SLOT]
+        cdef int64_t* s = self._s(q)
+        cdef int64_t slot = s[P_SLOT]
         cdef tick_t end
-        if self.k_end[slot] < 0:
-            if self.k_start[slot] < 0:
+        SIEVE_CHECK_INDEX(slot, self.n_slots)
+        if self.KE[slot] < 0:
+            if self.KS[slot] < 0:
                 # no command at all (every count 0): starts and ends when it may start
-                self.k_start[slot] = self.st[q, P_READY]
-                self.k_end[slot] = self.st[q, P_READY]
+                self.KS[slot] = s[P_READY]
+                self.KE[slot] = s[P_READY]
             else:
                 # no readback: it ends with its last command (+1 CK)
-                self.k_end[slot] = self.eng.pc_last[q] + self.eng.tpc
-        end = self.k_end[slot]
-        self.busy[q] += end - self.k_start[slot]
+                self.KE[slot] = self.LAST[q] + self.eng.tpc
+        end = self.KE[slot]
+        self.busy[q] += end - self.KS[slot]
         if end > self.finish[q]:
             self.finish[q] = end
         slot += 1
-        self.st[q, P_SLOT] = slot
-        self.st[q, P_V] = 0
-        self.st[q, P_K] = 0
-        self.st[q, P_CNT] = 0
-        if slot >= self.st[q, P_END]:
-            self.st[q, P_PH] = PH_DONE
+        s[P_SLOT] = slot
+        s[P_V] = 0
+        s[P_K] = 0
+        s[P_CNT] = 0
+        if slot >= s[P_END]:
+            s[P_PH] = PH_DONE
         elif self.pb[slot] >= 0:
             self._arrive(q, end)
         else:
-            self.st[q, P_PH] = PH_GW
-            self.st[q, P_READY] = end + self.kern[self.pk[slot], K_GAP]
+            s[P_PH] = PH_GW
+            s[P_READY] = end + self._k(slot)[K_GAP]
 
-    cdef int _next(self, int64_t q) noexcept nogil:
-        """Next command of PC q's stream (-1 when it is finished or waits at a barrier).
+    cdef inline int _next(self, int64_t q, int64_t* s) noexcept nogil:
+        """Next command of PC q's stream (-1 when it is finished or waits at a barrier); `s`
+        is its stream state row.
 
         Moves the stream past finished loops (which depends on counters only, never on time),
         so calling it again without an issue returns the same command.
         """
-        cdef int64_t kk, row, open_row
+        cdef const int64_t* kr
+        cdef int64_t row, open_row, ph
         while True:
-            if self.st[q, P_PH] == PH_DONE or self.st[q, P_PH] == PH_WAIT:
+            ph = s[P_PH]
+            if ph == PH_DONE or ph == PH_WAIT:
                 return -1
-            kk = self.pk[self.st[q, P_SLOT]]
-            if self.st[q, P_PH] == PH_GW:
-                if self.st[q, P_CNT] < self.kern[kk, K_GW]:
+            kr = self._k(s[P_SLOT])
+            if ph == PH_GW:
+                if s[P_CNT] < kr[K_GW]:
                     return C_GWRITE
-                self.st[q, P_PH] = PH_ROW
-                self.st[q, P_R] = 0
-                self.st[q, P_CNT] = 0
-            elif self.st[q, P_PH] == PH_ROW:
-                if self.st[q, P_R] < self.kern[kk, K_ROWS] and self.kern[kk, K_MACS] > 0:
-                    row = self._row(kk, self.st[q, P_K], self.st[q, P_R])
-                    open_row = self.eng.ab_row[self.eng.pim_ab_off + q]
+                s[P_PH] = PH_ROW
+                s[P_R] = 0
+                s[P_CNT] = 0
+            elif ph == PH_ROW:
+                if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0:
+                    # in range: run_pim refuses kernels whose rows do not fit in a bank
+                    row = kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R]
+                    open_row = self.AB[q]
                     if open_row != row:
                         return C_PREAB if open_row >= 0 else C_ACTAB
-                    if self.st[q, P_CNT] < self.kern[kk, K_MACS]:
+                    if s[P_CNT] < kr[K_MACS]:
                         return C_MACAB
-                    self.st[q, P_R] += 1
-                    self.st[q, P_CNT] = 0
+                    s[P_R] += 1
+                    s[P_CNT] = 0
                     continue
-                self.st[q, P_K] += 1
-                self.st[q, P_CNT] = 0
-                if self.st[q, P_K] < self.kern[kk, K_NCHUNK]:
-                    self.st[q, P_PH] = PH_GW
+                s[P_K] += 1
+                s[P_CNT] = 0
+                if s[P_K] < kr[K_NCHUNK]:
+                    s[P_PH] = PH_GW
                 else:
-                    self.st[q, P_PH] = PH_RES
-            elif self.st[q, P_PH] == PH_RES:
-                if self.st[q, P_CNT] < self.kern[kk, K_NRES]:
+                    s[P_PH] = PH_RES
+            else:  # PH_RES
+                if s[P_CNT] < kr[K_NRES]:
                     return C_RDRES
-                self.st[q, P_V] += 1
-                self.st[q, P_K] = 0
-                self.st[q, P_CNT] = 0
-                if self.st[q, P_V] < self.kern[kk, K_NVEC]:
-                    self.st[q, P_PH] = PH_GW
+                s[P_V] += 1
+                s[P_K] = 0
+                s[P_CNT] = 0
+                if s[P_V] < kr[K_NVEC]:
+                    s[P_PH] = PH_GW
                     continue
                 self._finish_kernel(q)
 
-    cdef bint _scan(self, int c, tick_t* out_e, int* out_cmd, int* out_pl,
+    cdef inline bint _scan(self, int c, tick_t* out_e, int* out_cmd, int* out_pl,
                     int* out_kind) noexcept nogil:
         """The command channel c issues next: the earliest candidate of its PCs, on a tie the
         PC served least recently (the shared command buses). Returns whether any PC of the
         channel still has work (False: the channel is finished or all its PCs wait)."""
         cdef int nodes[5]
-        cdef int pl, cmd, kind, best_cmd = -1, best_pl = -1, best_kind = CAND_WORK
-        cdef int64_t q, b, q0 = <int64_t>c * self.n_pc_ch
-        cdef tick_t e, best_e = T_INF, floor = self.eng.ch_last[c]
+        cdef int pl, cmd, kind, best_cmd = -1, best_pl = 0, best_kind = CAND_WORK
+        cdef int n_pc_ch = self.n_pc_ch
+        cdef int64_t q, b, q0 = <int64_t>c * n_pc_ch
+        cdef int64_t* s
+        cdef const int64_t* LAST = self.LAST
+        cdef const int64_t* DUE = self.DUE
+        cdef const int64_t* LSEQ = self.LSEQ
+        cdef tick_t pull = self.pull
+        cdef tick_t e, best_e = T_INF, floor = self.CHL[c]
         cdef bint work = False
-        for pl in range(self.n_pc_ch):
+        for pl in range(n_pc_ch):
             q = q0 + pl
-            self.eng._nodes(c, pl, 0, 0, 0, nodes)
-            if self.st[q, P_REF]:
+            s = self._s(q)
+            nodes[0] = c  # every PIM and refresh command here addresses a whole PC
+            nodes[1] = <int>q
+            if s[P_REF]:
                 # R1, continued: the refresh sequence started ahead of the PC's work
                 cmd = self.eng._ref_cmd(q, &b)
                 kind = CAND_REF
                 work = True
-                e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
-                         self.eng.ref_due[q] - self.pull)
+                e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
+                         DUE[q] - pull)
             else:
-                cmd = self._next(q)
+                cmd = self._next(q, s)
                 if cmd >= 0:
                     kind = CAND_WORK
                     work = True
-                    e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
-                                             _max(self.st[q, P_READY], floor)))
-                    if self.eng.ref_due[q] <= e:
+                    e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes),
+                                                       LAST[q]),
+                                                  _max(s[P_READY], floor)))
+                    if DUE[q] <= e:
                         # R1: the refresh falls due before the PC's next command: the work
                         # yields; the refresh may be pulled in (at most PULL_IN intervals)
-                        self.st[q, P_REF] = 1
+                        s[P_REF] = 1
                         cmd = self.eng._ref_cmd(q, &b)
                         kind = CAND_REF
-                        e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]),
-                                 self.eng.ref_due[q] - self.pull)
+                        e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
+                                 DUE[q] - pull)
                 else:
                     # R2: nothing to do (finished, or at a barrier): refresh on schedule
                     cmd = self.eng._ref_cmd(q, &b)
                     kind = CAND_IDLE
-                    e = _max(_max(self.eng._earliest(cmd, nodes), self.eng.pc_last[q]), self.eng.ref_due[q])
-            e = self.eng._align(cmd, _max(e, floor))  # a channel issues in time order
-            if e < best_e or (e == best_e and self.eng.pc_lseq[q] < self.eng.pc_lseq[q0 + best_pl]):
+                    e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]), DUE[q])
+            if kind != CAND_WORK:
+                e = self.eng._align(cmd, _max(e, floor))  # a channel issues in time order
+            if e < best_e or (e == best_e and LSEQ[q] < LSEQ[q0 + best_pl]):
                 best_e = e
                 best_cmd = cmd
                 best_pl = pl
@@ -230,47 +296,102 @@ cdef class _PimRun:
         out_kind[0] = best_kind
         return work
 
-    cdef int _issue(self, int c, int pl, int cmd, int kind, tick_t now) noexcept nogil:
+    cdef inline int _issue(self, int c, int pl, int cmd, int kind, tick_t now) noexcept nogil:
         """Issue `cmd` for PC (c, pl) at `now` and advance its stream counters."""
         cdef int nodes[5]
         cdef int64_t q = <int64_t>c * self.n_pc_ch + pl
-        cdef int64_t slot, kk
+        cdef int64_t* s = self._s(q)
+        cdef int64_t slot
+        cdef const int64_t* kr
         cdef int row = -1, col = -1, rc
-        self.eng._nodes(c, pl, 0, 0, 0, nodes)
+        nodes[0] = c  # PC-scope commands: the levels below are not used
+        nodes[1] = <int>q
+        nodes[2] = nodes[3] = nodes[4] = 0
         if kind != CAND_WORK:
-            if kind == CAND_REF and (now - _max(self.st[q, P_PROG], self.st[q, P_READY])
-                                     > self.stall_limit):
+            if kind == CAND_REF and now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
                 return E_STALL  # refreshes only, for a PC whose work is ready: livelock
             rc = self.eng._issue(cmd, nodes, -1, -1, now)
+            self._ordered(q, c, now)
             if cmd == C_REFAB:
                 self.eng._ref_done(q)
-                self.st[q, P_REF] = 0
+                s[P_REF] = 0
                 self.nref[q] += 1
             return rc
-        slot = self.st[q, P_SLOT]
-        kk = self.pk[slot]
+        slot = s[P_SLOT]
+        kr = self._k(slot)
         if cmd == C_ACTAB or cmd == C_PREAB:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
             # closes its row before the first MAC every time, or refreshes never end)
-            if now - _max(self.st[q, P_PROG], self.st[q, P_READY]) > self.stall_limit:
+            if now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
                 return E_STALL
         else:
-            self.st[q, P_PROG] = now
-        if self.k_start[slot] < 0:
-            self.k_start[slot] = now
+            s[P_PROG] = now
+        if self.KS[slot] < 0:
+            self.KS[slot] = now
         if cmd == C_ACTAB:
-            row = self._row(kk, self.st[q, P_K], self.st[q, P_R])
+            row = <int>(kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R])
         elif cmd == C_MACAB:
-            row = self.eng.ab_row[self.eng.pim_ab_off + q]
-            col = <int>(self.st[q, P_CNT] % self.eng.n_cols)
+            row = self.AB[q]
+            col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_GWRITE or cmd == C_RDRES:
-            col = <int>(self.st[q, P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
+            col = <int>(s[P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
         rc = self.eng._issue(cmd, nodes, row, col, now)
+        self._ordered(q, c, now)
         if cmd != C_ACTAB and cmd != C_PREAB:
-            self.st[q, P_CNT] += 1
-            if (cmd == C_RDRES and self.st[q, P_CNT] == self.kern[kk, K_NRES]
-                    and self.st[q, P_V] + 1 == self.kern[kk, K_NVEC]):
-                self.k_end[slot] = now + self.eng.read_lat
+            s[P_CNT] += 1
+            if cmd == C_RDRES and s[P_CNT] == kr[K_NRES] and s[P_V] + 1 == kr[K_NVEC]:
+                self.KE[slot] = now + self.eng.read_lat
+        return rc
+
+
+    cdef int _run_channels(self, int n_ch) noexcept nogil:
+        """No barrier set spans channels: simulate the channels one after another."""
+        cdef int c, cmd, pl, kind, rc = E_OK
+        cdef tick_t e
+        cdef int64_t it = 0
+        for c in range(n_ch):
+            while rc == E_OK:
+                if not self._scan(c, &e, &cmd, &pl, &kind):
+                    break
+                rc = self._issue(c, pl, cmd, kind, e)
+                it += 1
+                if (it & SIGNAL_MASK) == 0 and rc == E_OK:
+                    rc = _check_signals()
+            if rc != E_OK:
+                break
+        return rc
+
+    cdef int _run_heap(self, int n_ch, int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key,
+                       int64_t[::1] cbe, int32_t[:, ::1] cbi) noexcept nogil:
+        """A barrier set spans channels: advance all channels together, always issuing the
+        earliest next command of any channel (an indexed heap of the channels' next ticks)."""
+        cdef int c, d, cmd, pl, kind, nh = 0, rc = E_OK
+        cdef tick_t e
+        cdef bint work
+        cdef int64_t it = 0
+        for c in range(n_ch):
+            self._mark(c)
+        while rc == E_OK:
+            # rescan the channels whose candidates changed: the one that issued and those
+            # with a PC that a barrier released
+            while self.nd > 0:
+                self.nd -= 1
+                d = self.dlist[self.nd]
+                self.dirty[d] = 0
+                work = self._scan(d, &e, &cmd, &pl, &kind)
+                cbe[d] = e
+                cbi[d, 0] = cmd
+                cbi[d, 1] = pl
+                cbi[d, 2] = kind
+                nh = _hset(heap, pos, key, nh, d, e, work)
+            if nh == 0:
+                break
+            c = heap[0]
+            rc = self._issue(c, cbi[c, 1], cbi[c, 0], cbi[c, 2], cbe[c])
+            self._mark(c)
+            it += 1
+            if (it & SIGNAL_MASK) == 0 and rc == E_OK:
+                rc = _check_signals()
         return rc
 
 
@@ -482,6 +603,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.dlist = np.zeros(n_sim_ch, dtype=np.int32)
     run.nd = 0
     run.n_pc_ch = n_pc_ch
+    run._bind()
     run.pull = PULL_IN * eng.nREFI
     run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
     heap_a = np.zeros(n_sim_ch, dtype=np.int32)
@@ -495,10 +617,9 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     cdef int64_t[::1] cbe = cbe_a      # per channel: tick of its next command
     cdef int32_t[:, ::1] cbi = cbi_a   # per channel: its (command, PC, candidate kind)
     cdef int64_t[:, ::1] st = run.st
-    cdef int64_t q, it = 0
-    cdef int c, d, cmd, pl, kind, nh = 0
-    cdef tick_t e, final = start
-    cdef bint work, use_heap = cross
+    cdef int64_t q
+    cdef tick_t final = start
+    cdef bint use_heap = cross
     cdef int rc = E_OK
 
     eng.status = E_OK
@@ -516,40 +637,9 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
             run._arrive(q, start)
     with nogil:
         if not use_heap:
-            for c in range(n_sim_ch):
-                while rc == E_OK:
-                    if not run._scan(c, &e, &cmd, &pl, &kind):
-                        break
-                    rc = run._issue(c, pl, cmd, kind, e)
-                    it += 1
-                    if (it & SIGNAL_MASK) == 0 and rc == E_OK:
-                        rc = _check_signals()
-                if rc != E_OK:
-                    break
+            rc = run._run_channels(n_sim_ch)
         else:
-            for c in range(n_sim_ch):
-                run._mark(c)
-            while rc == E_OK:
-                # rescan the channels whose candidates changed: the one that issued and those
-                # with a PC that a barrier released
-                while run.nd > 0:
-                    run.nd -= 1
-                    d = run.dlist[run.nd]
-                    run.dirty[d] = 0
-                    work = run._scan(d, &e, &cmd, &pl, &kind)
-                    cbe[d] = e
-                    cbi[d, 0] = cmd
-                    cbi[d, 1] = pl
-                    cbi[d, 2] = kind
-                    nh = _hset(heap, pos, key, nh, d, e, work)
-                if nh == 0:
-                    break
-                c = heap[0]
-                rc = run._issue(c, cbi[c, 1], cbi[c, 0], cbi[c, 2], cbe[c])
-                run._mark(c)
-                it += 1
-                if (it & SIGNAL_MASK) == 0 and rc == E_OK:
-                    rc = _check_signals()
+            rc = run._run_heap(n_sim_ch, heap, pos, key, cbe, cbi)
         if rc == E_OK:
             for q in range(n_pcs):
                 if st[q, P_PH] == PH_WAIT:

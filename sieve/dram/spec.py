@@ -312,7 +312,15 @@ class DramSpec:
 
         Returns a dict with level counts, per-command metadata, the constraint table in CSR form
         keyed by (level, preceding command) and the scalar timings the controllers need (ticks).
+        The result is computed once per spec object (specs are frozen) and copied on return.
         """
+        cached = self.__dict__.get("_engine_arrays")
+        if cached is None:
+            cached = self._compute_arrays()
+            object.__setattr__(self, "_engine_arrays", cached)
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in cached.items()}
+
+    def _compute_arrays(self) -> dict[str, Any]:
         self.validate()
         org, t = self.org, self.timing
         tpc = t.ticks_per_ck
