@@ -21,7 +21,8 @@ shared and noisy; best-of is the least noisy estimate of the cost).
 ``--baseline DIR`` compares with another build of sieve (a checkout whose ``sieve`` package has
 its compiled engine, e.g. ``git worktree add /tmp/sieve-base main`` then ``python setup.py
 build_ext --inplace`` there): the cases both builds can run are timed in worker processes,
-alternating between the two builds on every repeat, and the ratio new / baseline is printed.
+alternating between the two builds (and their order) on every repeat, and the ratio
+new / baseline of the best times is printed with whether both builds gave the same results.
 
     python benchmarks/bench_dram.py [--requests N] [--repeat R] [--baseline DIR] [--json FILE]
 """
@@ -119,7 +120,13 @@ def device_cases():
 
 
 def worker(n: int) -> dict:
-    """Time every case once in this process (whatever `sieve` is on the path)."""
+    """Time every case once in this process (whatever `sieve` is on the path), after an
+    untimed warm-up (first-call costs: lazy imports, page faults)."""
+    from sieve import dram
+    from sieve.dram import memtrace
+
+    dram.simulate_requests("hbm3-6400", memtrace.synthetic_trace("rand", 20000, seed=2),
+                           channels=1)
     out = {}
     for name, _, _, _trace, fn in request_cases(n):
         t0 = time.perf_counter()
@@ -140,8 +147,9 @@ def compare(args) -> int:
         return 2
     best: dict[str, dict[str, float]] = {"base": {}, "new": {}}
     info: dict[str, dict] = {}
-    for _ in range(args.repeat):
-        for tag, root in (("base", base), ("new", REPO)):
+    for i in range(args.repeat):
+        order = (("base", base), ("new", REPO))
+        for tag, root in (order if i % 2 == 0 else order[::-1]):  # no position advantage
             env = dict(os.environ, PYTHONPATH=str(root))
             p = subprocess.run([sys.executable, __file__, "--worker", "--requests",
                                 str(args.requests)], capture_output=True, text=True, env=env,

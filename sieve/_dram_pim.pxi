@@ -63,9 +63,8 @@ cdef class _PimRun:
     cdef int64_t[::1] bar_cur           # per set: current instance
     cdef int64_t[::1] bar_arr           # per set: PCs arrived at the current instance
     cdef int64_t[::1] bar_top           # per set: latest end among them
-    cdef int8_t[::1] dirty              # per channel: its candidates changed (rescan it)
-    cdef int32_t[::1] dlist             # the dirty channels (a stack)
-    cdef int nd
+    cdef int8_t[::1] cross              # per set: its PCs span several channels
+    cdef bint released                  # a barrier was released (during a scan)
     cdef int n_pc_ch
     cdef tick_t pull
     cdef tick_t stall_limit
@@ -120,24 +119,18 @@ cdef class _PimRun:
         if now > self.CHL[c]:
             self.CHL[c] = now
 
-    cdef inline void _mark(self, int64_t c) noexcept nogil:
-        if not self.dirty[c]:
-            self.dirty[c] = 1
-            self.dlist[self.nd] = <int32_t>c
-            self.nd += 1
-
     cdef void _release(self, int64_t s) noexcept nogil:
         """Every PC of barrier set s has arrived: start their next kernels ``gap`` after the
         latest end among them."""
         cdef int64_t i, p, slot
         cdef tick_t top = self.bar_top[s]
+        self.released = True
         for i in range(self.mem_ptr[s], self.mem_ptr[s + 1]):
             p = self.mem[i]
             slot = self.st[p, P_SLOT]
             if self.st[p, P_PH] == PH_WAIT and self.pb[slot] == s:
                 self.st[p, P_PH] = PH_GW
                 self.st[p, P_READY] = top + self.kern[self.pk[slot], K_GAP]
-                self._mark(p // self.n_pc_ch)
         self.bar_cur[s] += 1
         self.bar_arr[s] = 0
         self.bar_top[s] = 0
@@ -250,6 +243,7 @@ cdef class _PimRun:
         cdef tick_t pull = self.pull
         cdef tick_t e, best_e = T_INF, floor = self.CHL[c]
         cdef bint work = False
+        self.released = False
         for pl in range(n_pc_ch):
             q = q0 + pl
             s = self._s(q)
@@ -290,6 +284,10 @@ cdef class _PimRun:
                 best_cmd = cmd
                 best_pl = pl
                 best_kind = kind
+        if self.released:
+            # a PC arriving during this scan released a barrier: PCs scanned before it as
+            # waiting now have work; scan again so every PC of the channel competes
+            return self._scan(c, out_e, out_cmd, out_pl, out_kind)
         out_e[0] = best_e
         out_cmd[0] = best_cmd
         out_pl[0] = best_pl
@@ -361,105 +359,72 @@ cdef class _PimRun:
                 break
         return rc
 
-    cdef int _run_heap(self, int n_ch, int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key,
-                       int64_t[::1] cbe, int32_t[:, ::1] cbi) noexcept nogil:
-        """A barrier set spans channels: advance all channels together, always issuing the
-        earliest next command of any channel (an indexed heap of the channels' next ticks)."""
-        cdef int c, d, cmd, pl, kind, nh = 0, rc = E_OK
-        cdef tick_t e
-        cdef bint work
+    cdef tick_t _safe_until(self, int c) noexcept nogil:
+        """Channel c may issue a command before this tick without knowing when the
+        cross-channel barriers its waiting PCs wait at will release them: such a PC starts no
+        earlier than ``gap`` after the latest end among the participants arrived so far."""
+        cdef int pl
+        cdef int64_t q, slot, bs
+        cdef int64_t* s
+        cdef tick_t t, until = T_INF
+        for pl in range(self.n_pc_ch):
+            q = <int64_t>c * self.n_pc_ch + pl
+            s = self._s(q)
+            if s[P_PH] == PH_WAIT:
+                slot = s[P_SLOT]
+                bs = self.pb[slot]
+                if self.cross[bs]:
+                    t = self.bar_top[bs] + self._k(slot)[K_GAP]
+                    if t < until:
+                        until = t
+        return until
+
+    cdef int _run_sync(self, int n_ch) noexcept nogil:
+        """A barrier set spans channels. Each channel runs on as long as its next command
+        provably precedes the release of every cross-channel barrier one of its PCs waits at
+        (_safe_until); when no channel can, the earliest command of all channels is issued
+        (always safe: no barrier still waiting for a participant can release before it). So a
+        barrier is released at the tick its last participant arrives, exactly as if every
+        channel advanced in one time order."""
+        cdef int c, cmd, pl, kind, rc = E_OK, best_c, best_cmd = 0, best_pl = 0, best_kind = 0
+        cdef tick_t e, best_e
+        cdef bint progressed
         cdef int64_t it = 0
-        for c in range(n_ch):
-            self._mark(c)
         while rc == E_OK:
-            # rescan the channels whose candidates changed: the one that issued and those
-            # with a PC that a barrier released
-            while self.nd > 0:
-                self.nd -= 1
-                d = self.dlist[self.nd]
-                self.dirty[d] = 0
-                work = self._scan(d, &e, &cmd, &pl, &kind)
-                cbe[d] = e
-                cbi[d, 0] = cmd
-                cbi[d, 1] = pl
-                cbi[d, 2] = kind
-                nh = _hset(heap, pos, key, nh, d, e, work)
-            if nh == 0:
-                break
-            c = heap[0]
-            rc = self._issue(c, cbi[c, 1], cbi[c, 0], cbi[c, 2], cbe[c])
-            self._mark(c)
+            progressed = False
+            for c in range(n_ch):
+                while rc == E_OK:
+                    if not self._scan(c, &e, &cmd, &pl, &kind) or e >= self._safe_until(c):
+                        break
+                    rc = self._issue(c, pl, cmd, kind, e)
+                    progressed = True
+                    it += 1
+                    if (it & SIGNAL_MASK) == 0 and rc == E_OK:
+                        rc = _check_signals()
+            if rc != E_OK or progressed:
+                continue
+            best_c = -1
+            best_e = T_INF
+            for c in range(n_ch):
+                if self._scan(c, &e, &cmd, &pl, &kind) and e < best_e:
+                    best_e = e
+                    best_c = c
+                    best_cmd = cmd
+                    best_pl = pl
+                    best_kind = kind
+            if best_c < 0:
+                break  # no work anywhere: finished (or barriers that can never release)
+            rc = self._issue(best_c, best_pl, best_cmd, best_kind, best_e)
             it += 1
             if (it & SIGNAL_MASK) == 0 and rc == E_OK:
                 rc = _check_signals()
         return rc
 
 
-# ---- an indexed binary min-heap of channels keyed by (next tick, channel) ------------------
-
-cdef inline bint _hless(int64_t[::1] key, int a, int b) noexcept nogil:
-    return key[a] < key[b] or (key[a] == key[b] and a < b)
-
-
-cdef void _hswap(int32_t[::1] heap, int32_t[::1] pos, int i, int j) noexcept nogil:
-    cdef int32_t t = heap[i]
-    heap[i] = heap[j]
-    heap[j] = t
-    pos[heap[i]] = i
-    pos[heap[j]] = j
-
-
-cdef void _hfix(int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key, int n,
-                int i) noexcept nogil:
-    """Restore the heap property around position i (its key changed)."""
-    cdef int p, l, r, m
-    while i > 0:
-        p = (i - 1) // 2
-        if not _hless(key, heap[i], heap[p]):
-            break
-        _hswap(heap, pos, i, p)
-        i = p
-    while True:
-        l = 2 * i + 1
-        r = l + 1
-        m = i
-        if l < n and _hless(key, heap[l], heap[m]):
-            m = l
-        if r < n and _hless(key, heap[r], heap[m]):
-            m = r
-        if m == i:
-            break
-        _hswap(heap, pos, i, m)
-        i = m
-
-
-cdef int _hset(int32_t[::1] heap, int32_t[::1] pos, int64_t[::1] key, int n, int c,
-               tick_t e, bint present) noexcept nogil:
-    """Insert channel c with key e, update it, or remove it (present=False); returns the new
-    heap size."""
-    cdef int i = pos[c]
-    if present:
-        key[c] = e
-        if i < 0:
-            heap[n] = c
-            pos[c] = n
-            n += 1
-            i = n - 1
-        _hfix(heap, pos, key, n, i)
-    elif i >= 0:
-        n -= 1
-        if i != n:
-            _hswap(heap, pos, i, n)
-        pos[c] = -1
-        if i < n:
-            _hfix(heap, pos, key, n, i)
-    return n
-
-
 def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int n_sets,
                   int n_pc_ch):
     """Members of each barrier set and participants of each of its instances (CSR), and
-    whether a set spans several channels."""
+    per set whether it spans several channels."""
     n_pcs = prog_ptr.shape[0] - 1
     ptr = np.asarray(prog_ptr)
     bar = np.asarray(prog_bar)
@@ -469,13 +434,12 @@ def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int 
     np.add.at(cnt, (bar[has], pc_of[has]), 1)
     mem_ptr = np.zeros(n_sets + 1, dtype=np.int32)
     mem, need_ptr, need = [], np.zeros(n_sets + 1, dtype=np.int32), []
-    cross = False
+    cross = np.zeros(max(n_sets, 1), dtype=np.int8)
     for s in range(n_sets):
         m = np.flatnonzero(cnt[s] > 0)
         mem.extend(m.tolist())
         mem_ptr[s + 1] = len(mem)
-        if m.size and (m // n_pc_ch).min() != (m // n_pc_ch).max():
-            cross = True
+        cross[s] = m.size > 0 and (m // n_pc_ch).min() != (m // n_pc_ch).max()
         k = int(cnt[s].max()) if n_pcs else 0
         need.extend(int((cnt[s] > i).sum()) for i in range(k))
         need.append(0)  # one past the last instance: never reached
@@ -554,9 +518,11 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     starts with it arrives at ``start``). Sets are independent of each other and may span
     any PCs of any channels (a channel, a group of PCs, every PC). A PC waiting at a barrier
     issues no work. Without a set spanning several channels, channels are simulated one
-    after another (they share nothing); otherwise all channels advance together in time
-    order (an indexed heap of their next commands), so a barrier is released at the tick its
-    last participant arrives. Barriers that can never all be reached (PCs meeting sets in
+    after another (they share nothing); otherwise every channel runs on only while its next
+    command provably precedes the release of the cross-channel barriers its PCs wait at, and
+    when none can, the earliest command of all channels is issued (_run_sync): the result is
+    that of advancing all channels in one time order, a barrier being released at the tick
+    its last participant arrives. Barriers that can never all be reached (PCs meeting sets in
     different orders) stop the run with E_BARRIER.
 
     Refresh (all-bank; the due times are the engine's and carry across runs). R1: when a
@@ -599,27 +565,15 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.bar_cur = np.zeros(max(n_sets, 1), dtype=np.int64)
     run.bar_arr = np.zeros(max(n_sets, 1), dtype=np.int64)
     run.bar_top = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.dirty = np.zeros(n_sim_ch, dtype=np.int8)
-    run.dlist = np.zeros(n_sim_ch, dtype=np.int32)
-    run.nd = 0
+    run.cross = cross
     run.n_pc_ch = n_pc_ch
     run._bind()
     run.pull = PULL_IN * eng.nREFI
     run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
-    heap_a = np.zeros(n_sim_ch, dtype=np.int32)
-    pos_a = np.full(n_sim_ch, -1, dtype=np.int32)
-    key_a = np.zeros(n_sim_ch, dtype=np.int64)
-    cbe_a = np.zeros(n_sim_ch, dtype=np.int64)
-    cbi_a = np.zeros((n_sim_ch, 3), dtype=np.int32)
-    cdef int32_t[::1] heap = heap_a
-    cdef int32_t[::1] pos = pos_a
-    cdef int64_t[::1] key = key_a
-    cdef int64_t[::1] cbe = cbe_a      # per channel: tick of its next command
-    cdef int32_t[:, ::1] cbi = cbi_a   # per channel: its (command, PC, candidate kind)
     cdef int64_t[:, ::1] st = run.st
     cdef int64_t q
     cdef tick_t final = start
-    cdef bint use_heap = cross
+    cdef bint use_sync = bool(np.any(cross))
     cdef int rc = E_OK
 
     eng.status = E_OK
@@ -636,10 +590,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
         if st[q, P_PH] != PH_DONE and prog_bar[prog_ptr[q]] >= 0:
             run._arrive(q, start)
     with nogil:
-        if not use_heap:
+        if not use_sync:
             rc = run._run_channels(n_sim_ch)
         else:
-            rc = run._run_heap(n_sim_ch, heap, pos, key, cbe, cbi)
+            rc = run._run_sync(n_sim_ch)
         if rc == E_OK:
             for q in range(n_pcs):
                 if st[q, P_PH] == PH_WAIT:

@@ -84,9 +84,12 @@ def as_one_program(spec, progs):
 
 # ---- programs back to back -----------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["b200-hbm3e-pim", "samsung-hbm2-pim"])
-def test_programs_back_to_back_equal_one_program_refresh_included(name):
-    spec = small(name)
+@pytest.mark.parametrize("name,channels", [("b200-hbm3e-pim", 4), ("samsung-hbm2-pim", 4),
+                                           ("b200-hbm3e-pim", 1), ("samsung-hbm2-pim", 2)])
+def test_programs_back_to_back_equal_one_program_refresh_included(name, channels):
+    # one channel: the 'all' barriers stay inside it (channels simulated one by one); several:
+    # they span channels (all channels advance in one time order)
+    spec = small(name, channels=channels)
     progs = programs(spec)
     dev, res = run_back_to_back(spec, progs)
     one = as_one_program(spec, progs)

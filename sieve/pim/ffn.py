@@ -250,14 +250,19 @@ def _check(who: str, token_counts, order: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _expert_times(res: PimResult, pc: int, owner: list[int], n: int):
-    s, e = res.kernel_times_ns(pc)
+def _expert_times(res: PimResult, pcs: range, owner: list[int], n: int):
+    """Start (first command on any of the group's PCs) and end (last result on any of them)
+    of each of the group's ``n`` experts; every PC of a group runs the same kernel list."""
+    ptr = res.kernel_ptr
+    k = len(owner)
+    s = np.stack([res.kernel_start_ns[ptr[q]:ptr[q] + k] for q in pcs]).min(axis=0)
+    e = np.stack([res.kernel_end_ns[ptr[q]:ptr[q] + k] for q in pcs]).max(axis=0)
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
     for j, i in enumerate(owner):
         if np.isnan(start[i]):
             start[i] = s[j]
-        end[i] = e[j]
+        end[i] = max(end[i], e[j]) if not np.isnan(end[i]) else e[j]
     return start, end
 
 
@@ -295,7 +300,7 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
                                                "all")
     dev, t0 = _device(spec, device, start_ns, log)
     res = dev.run(kernels, start_ns=t0)
-    start, end = _expert_times(res, 0, owner, len(work))
+    start, end = _expert_times(res, range(res.n_pcs), owner, len(work))
     return MoePimResult(
         mapping="tp", order=order, time_ns=res.time_ns, tail_ns=tail,
         expert_ids=ids, tokens=counts[ids], expert_start_ns=start - res.start_ns,
@@ -368,7 +373,7 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
     end = np.full(ids_all.size, np.nan)
     pos = {int(e): i for i, e in enumerate(ids_all)}
     for grp, (ids, owner) in owners.items():
-        s, e = _expert_times(res, grp * g, owner, len(ids))
+        s, e = _expert_times(res, range(grp * g, (grp + 1) * g), owner, len(ids))
         for j, ex in enumerate(ids):
             start[pos[ex]], end[pos[ex]] = s[j], e[j]
     busy = res.pc_busy_ns.reshape(n_groups, g).max(axis=1)
