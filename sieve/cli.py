@@ -85,10 +85,11 @@ def _int_arg(flag: str):
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from sieve.hw import comm, gpu
     from sieve.hw import presets as hardware
+    from sieve.hw import system as systems
 
     if args.name is None:
         for title, table, default in (("GPUs", hardware.GPUS, hardware.DEFAULT_GPU),
-                                      ("systems", hardware.SYSTEMS, hardware.DEFAULT_SYSTEM),
+                                      ("systems", systems.SYSTEMS, systems.DEFAULT_SYSTEM),
                                       ("links", hardware.LINKS, hardware.DEFAULT_INTER_LINK)):
             print(f"{title}:")
             width = max(len(n) for n in table)
@@ -101,8 +102,8 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         print("(* = default; `sieve hardware NAME` shows every value with its unit and source)")
         return 0
     key = args.name.strip().lower()
-    if key in hardware.SYSTEMS:
-        s = hardware.SYSTEMS[key]
+    if key in systems.SYSTEMS:
+        s = systems.SYSTEMS[key]
         print(f"system {s.name}: {s.n_gpus} x {s.gpu.name}, {s.gpus_per_node} GPUs per NVSwitch "
               f"node, {s.n_nodes} node(s)")
         for tier, link in (("intra-node", s.intra_link), ("inter-node", s.inter_link)):
@@ -120,7 +121,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         from sieve.errors import ConfigError, choices
 
         raise ConfigError(f"hardware {args.name!r}: unknown (GPUs: {choices(hardware.GPUS)}; "
-                          f"systems: {choices(hardware.SYSTEMS)}; links: "
+                          f"systems: {choices(systems.SYSTEMS)}; links: "
                           f"{choices(hardware.LINKS)})")
     g = hardware.get_gpu(key)
     rows = g.describe()

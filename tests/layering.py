@@ -22,7 +22,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "dram": frozenset({"base", "_dram"}),
     "model": frozenset({"base"}),
     "workload": frozenset({"base", "model"}),
-    "hw": frozenset({"base", "dram"}),
+    "hw": frozenset({"base", "dram", "model"}),
     "pim": frozenset({"base", "dram", "model", "hw"}),
     "sched": frozenset({"base", "dram", "model", "workload", "hw", "pim"}),
     "system": frozenset({"base", "dram", "model", "workload", "hw", "pim", "sched"}),

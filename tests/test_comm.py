@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sieve.calibration import costmodels as calibrate
 from sieve.errors import ConfigError
 from sieve.hw import comm
-from sieve.hw.presets import get_system
+from sieve.hw.system import get_system
 
 SYSTEMS = ["4xb200", "8xb200", "16xb200", "8xh200", "8xh100"]
 sizes = st.integers(min_value=0, max_value=2**31)

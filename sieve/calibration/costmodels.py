@@ -26,7 +26,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from sieve.hw import comm, gpu
-from sieve.hw.presets import get_dtype, make_system
+from sieve.hw.presets import get_dtype
+from sieve.hw.system import make_system
 
 __all__ = [
     "L2_SAFE_WEIGHT_BYTES",

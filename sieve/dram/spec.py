@@ -529,3 +529,33 @@ class DramSpec:
         d["bus_ck"] = dict(self.bus_ck)
         d["sources"] = dict(self.sources)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DramSpec:
+        """Rebuild a spec from :meth:`to_dict` output (a missing or null ``pim`` = no PIM)."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"DRAM spec: expected a table/object, got {type(d).__name__}")
+
+        def part(kind: type, key: str) -> Any:
+            v = d.get(key)
+            if not isinstance(v, Mapping):
+                raise ConfigError(f"DRAM spec: {key!r} must be a table/object")
+            names = {f.name for f in fields(kind)}
+            bad = sorted(set(v) - names)
+            if bad:
+                raise ConfigError(f"DRAM spec: {key} has no field(s) {', '.join(bad)} "
+                                  f"(valid: {choices(names)})")
+            try:
+                return kind(**v)
+            except TypeError as exc:
+                raise ConfigError(f"DRAM spec: {key}: {exc}") from None
+
+        for key in ("name", "description"):
+            if not isinstance(d.get(key), str):
+                raise ConfigError(f"DRAM spec: {key!r} must be a string")
+        pim = part(PimConfig, "pim") if d.get("pim") is not None else None
+        spec = cls(name=d["name"], description=d["description"], org=part(DramOrg, "org"),
+                   timing=part(DramTiming, "timing"), bus_ck=dict(d.get("bus_ck") or {}),
+                   pim=pim, refresh=d.get("refresh", "allbank"),
+                   sources=dict(d.get("sources") or {}))
+        return spec.validate()

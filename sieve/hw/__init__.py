@@ -1,29 +1,67 @@
-"""GPUs, links and systems: presets with sources, and the GPU and interconnect time models.
+"""GPUs, links and systems: presets with sources, the cost interface and the time models.
 
-Layer: above :mod:`sieve.dram` (a GPU names the DRAM/PIM preset of its stacks). Modules:
-:mod:`~sieve.hw.presets` (frozen :class:`GpuSpec`, :class:`LinkSpec`, :class:`SystemSpec`,
-dtypes), :mod:`~sieve.hw.gpu` (calibrated roofline of GEMMs, grouped GEMMs, attention, weight
-loads), :mod:`~sieve.hw.comm` (alpha-beta collectives and EP dispatch/combine) and
-:mod:`~sieve.hw.estimates` (the scheduler's cheap spec-peak estimates). The fits that produce
-the calibrations live in :mod:`sieve.calibration`, which nothing here imports.
+Layer: above :mod:`sieve.dram` (a system names the DRAM/PIM spec of its stacks) and
+:mod:`sieve.model` (operations may name a model's layer). Modules:
+
+* :mod:`~sieve.hw.presets` - frozen :class:`GpuSpec`, :class:`LinkSpec`, dtypes (data);
+* :mod:`~sieve.hw.calibrations` - fitted efficiencies of the GPU and link models (data);
+* :mod:`~sieve.hw.system` - :class:`SystemConfig`, the whole system resolved once, presets and
+  JSON/TOML files;
+* :mod:`~sieve.hw.cost` - the one cost interface (:class:`CostModel`: ``gpu_ns``,
+  ``comm_ns``, ``pim_ns`` over operation dataclasses; nanoseconds);
+* :mod:`~sieve.hw.gpu` - calibrated roofline of GEMMs, grouped GEMMs, attention, weight loads;
+* :mod:`~sieve.hw.comm` - alpha-beta collectives and EP dispatch/combine;
+* :mod:`~sieve.hw.estimates` - the scheduler's cheap spec-peak estimates
+  (:class:`RooflineCostModel`).
+
+The fits that produce the calibrations live in :mod:`sieve.calibration`, which nothing here
+imports.
 """
 
-from sieve.hw.comm import (  # noqa: F401
+from sieve.hw.calibrations import (  # noqa: F401
+    CALIBRATIONS,
     COMM_CALIBRATIONS,
-    PAYLOADS,
     AlphaBeta,
     CommCalibration,
+    GpuCalibration,
+    get_calibration,
+    get_comm_calibration,
+)
+from sieve.hw.comm import (  # noqa: F401
+    PAYLOADS,
     all_gather_time_s,
     all_reduce_time_s,
     all_to_all_time_s,
     ep_combine_time_s,
     ep_dispatch_time_s,
     ep_exchange_time_s,
-    get_comm_calibration,
     payload_bytes,
     tier_time_s,
 )
+from sieve.hw.cost import (  # noqa: F401
+    COLLECTIVES,
+    EP_EXCHANGES,
+    PIM_MAPPINGS,
+    PIM_ORDERS,
+    Collective,
+    CommOp,
+    CostModel,
+    DecodeAttention,
+    EpExchange,
+    ExpertShape,
+    Gemm,
+    GpuOp,
+    GroupedExperts,
+    MemoryStream,
+    PimAttention,
+    PimExperts,
+    PimOp,
+    PrefillAttention,
+    as_ops,
+    counts_array,
+)
 from sieve.hw.estimates import (  # noqa: F401
+    RooflineCostModel,
     t_comm_s,
     t_comp_s,
     t_dispatch_combine_s,
@@ -31,14 +69,11 @@ from sieve.hw.estimates import (  # noqa: F401
     t_offchip_s,
 )
 from sieve.hw.gpu import (  # noqa: F401
-    CALIBRATIONS,
-    GpuCalibration,
     attention_decode_time_s,
     attention_prefill_time_s,
     expert_gemm_cost,
     gemm_time_s,
     gemv_time_s,
-    get_calibration,
     grouped_gemm_time_s,
     kernel_time_s,
     moe_layer_time_s,
@@ -49,39 +84,65 @@ from sieve.hw.presets import (  # noqa: F401
     GPUS,
     LINKS,
     MAX_GPUS_PER_NODE,
-    SYSTEMS,
     DType,
     GpuSpec,
     LinkSpec,
-    SystemSpec,
     get_dtype,
     get_gpu,
     get_link,
+)
+from sieve.hw.system import (  # noqa: F401
+    DEFAULT_SYSTEM,
+    SYSTEMS,
+    SystemConfig,
     get_system,
+    load_system,
     make_system,
 )
 
 __all__ = [
     "AlphaBeta",
     "CALIBRATIONS",
+    "COLLECTIVES",
     "COMM_CALIBRATIONS",
+    "Collective",
     "CommCalibration",
+    "CommOp",
+    "CostModel",
+    "DEFAULT_SYSTEM",
     "DTYPES",
     "DType",
+    "DecodeAttention",
+    "EP_EXCHANGES",
+    "EpExchange",
+    "ExpertShape",
     "GPUS",
+    "Gemm",
     "GpuCalibration",
+    "GpuOp",
     "GpuSpec",
+    "GroupedExperts",
     "LINKS",
     "LinkSpec",
     "MAX_GPUS_PER_NODE",
+    "MemoryStream",
     "PAYLOADS",
+    "PIM_MAPPINGS",
+    "PIM_ORDERS",
+    "PimAttention",
+    "PimExperts",
+    "PimOp",
+    "PrefillAttention",
+    "RooflineCostModel",
     "SYSTEMS",
-    "SystemSpec",
+    "SystemConfig",
     "all_gather_time_s",
     "all_reduce_time_s",
     "all_to_all_time_s",
+    "as_ops",
     "attention_decode_time_s",
     "attention_prefill_time_s",
+    "counts_array",
     "ep_combine_time_s",
     "ep_dispatch_time_s",
     "ep_exchange_time_s",
@@ -96,6 +157,7 @@ __all__ = [
     "get_system",
     "grouped_gemm_time_s",
     "kernel_time_s",
+    "load_system",
     "make_system",
     "moe_layer_time_s",
     "payload_bytes",

@@ -3,7 +3,7 @@
 Each operation costs, per link tier, ``alpha + bytes_per_gpu / (eta * link bandwidth)``:
 
 * inside a node, bytes cross NVLink/NVSwitch (the GPU's per-direction NVLink bandwidth);
-* between nodes, bytes cross InfiniBand, one NIC per GPU (``SystemSpec.inter_link``), with
+* between nodes, bytes cross InfiniBand, one NIC per GPU (``SystemConfig.inter_link``), with
   ``alpha`` raised by the link's hop latency;
 * an operation spanning nodes takes the slower tier, ``max(intra, inter)``, as LLMSimulator's
   ``MoEScatter/MoEGather`` (pim-simulators.md §2, design choice 6).
@@ -30,14 +30,17 @@ Times are seconds. Nothing here knows about GPUs' compute or PIM.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
 
 import numpy as np
 
-from sieve.errors import ConfigError, choices, lookup
-from sieve.hw.presets import SystemSpec, get_system
+from sieve.errors import ConfigError, lookup
+from sieve.hw.calibrations import (
+    COMM_CALIBRATIONS,
+    AlphaBeta,
+    CommCalibration,
+    get_comm_calibration,
+)
+from sieve.hw.system import SystemConfig, get_system
 from sieve.validate import check_number
 
 __all__ = [
@@ -57,94 +60,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class AlphaBeta:
-    alpha_us: float  # latency floor of the operation (software + hardware), microseconds
-    eta: float  # achieved fraction of the per-direction link bandwidth, (0, 1]
-
-
-@dataclass(frozen=True, slots=True)
-class CommCalibration:
-    """Fitted ``alpha``/``eta`` per operation for one GPU/software stack."""
-
-    name: str
-    all_gather: AlphaBeta
-    all_to_all: AlphaBeta
-    all_reduce: AlphaBeta
-    ep_dispatch: AlphaBeta
-    ep_combine: AlphaBeta
-    source: str = ""
-
-    def op(self, name: str) -> AlphaBeta:
-        return getattr(self, name)
-
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> CommCalibration:
-        """Keys: ``<op>.alpha_us`` / ``<op>.eta`` (op = all_gather, all_to_all, all_reduce,
-        ep_dispatch, ep_combine), ``name``, ``source``."""
-        items = dict(values or {})
-        items.update(kw)
-        ops = [f.name for f in fields(self) if f.type in ("AlphaBeta", AlphaBeta)]
-        valid = [f"{o}.{p}" for o in ops for p in ("alpha_us", "eta")] + ["name", "source"]
-        new = {}
-        for key, v in items.items():
-            if key not in valid:
-                raise ConfigError(f"comm calibration {self.name!r}: unknown override {key!r} "
-                                  f"(valid: {choices(valid)})")
-            if "." in key:
-                o, p = key.split(".")
-                new[o] = replace(new.get(o, getattr(self, o)), **{p: v})
-            else:
-                new[key] = v
-        return replace(self, **new).validate()
-
-    def validate(self) -> CommCalibration:
-        for f in fields(self):
-            ab = getattr(self, f.name)
-            if isinstance(ab, AlphaBeta):
-                if not 0 < ab.eta <= 1:
-                    raise ConfigError(f"comm calibration {self.name!r}: {f.name}.eta must be in "
-                                      f"(0, 1], got {ab.eta!r}")
-                if not ab.alpha_us >= 0:
-                    raise ConfigError(f"comm calibration {self.name!r}: {f.name}.alpha_us must "
-                                      f"be >= 0, got {ab.alpha_us!r}")
-        return self
-
-# Least-squares fits to hardware.md §4.1/§4.2 training rows (sieve.calibration.costmodels;
-# regenerate with `python benchmarks/validate_costmodels.py --fit`; tests/test_comm.py checks
-# they reproduce).
-COMM_CALIBRATIONS: dict[str, CommCalibration] = {c.name: c.validate() for c in (
-    CommCalibration(
-        "b200",
-        all_gather=AlphaBeta(18.38, 0.4552), all_to_all=AlphaBeta(13.45, 0.5551),
-        all_reduce=AlphaBeta(27.38, 0.6704), ep_dispatch=AlphaBeta(21.53, 0.5928),
-        ep_combine=AlphaBeta(21.51, 0.6976),
-        source="fit: NCCL 2.29.2 (hardware.md §4.1), DeepEP LL SGLang 0.5.12 (§4.2)"),
-    CommCalibration(
-        "h200",
-        all_gather=AlphaBeta(11.74, 0.6727), all_to_all=AlphaBeta(9.04, 0.5825),
-        all_reduce=AlphaBeta(18.90, 0.8392), ep_dispatch=AlphaBeta(11.29, 0.6048),
-        ep_combine=AlphaBeta(11.87, 0.5086),
-        source="fit: NCCL 2.29.2 (hardware.md §4.1), DeepEP LL SGLang 0.5.12 (§4.2)"),
-    # H100 has only all-to-all in §4.1; all-gather/all-reduce borrow H200's fit (same NVLink 4
-    # and NVSwitch-3 fabric, hardware.md §1) ⚠.
-    CommCalibration(
-        "h100",
-        all_gather=AlphaBeta(11.74, 0.6727), all_to_all=AlphaBeta(9.48, 0.5877),
-        all_reduce=AlphaBeta(18.90, 0.8392), ep_dispatch=AlphaBeta(12.58, 0.5933),
-        ep_combine=AlphaBeta(13.49, 0.5010),
-        source="fit (all_to_all, DeepEP); all_gather/all_reduce borrowed from h200 ⚠"),
-)}
-
-
-def get_comm_calibration(name: str | CommCalibration | SystemSpec) -> CommCalibration:
-    """Calibration by name, or the one for a system's GPU."""
-    if isinstance(name, CommCalibration):
-        return name
-    if isinstance(name, SystemSpec):
-        name = name.gpu.name
-    return lookup(COMM_CALIBRATIONS, name, "comm calibration")
-
-
 #: Bytes per (token, expert) copy as a function of hidden size H (DeepEP test_low_latency.py).
 PAYLOADS = {
     "fp8": lambda h: h + h / 128 * 4 + 16,  # FP8 data + fp32 scale per 128 + 16 B metadata
@@ -160,7 +75,7 @@ def payload_bytes(payload: str, hidden: int) -> float:
 
 def _setup(system, calib, n_gpus, what):
     s = get_system(system)
-    cal = get_comm_calibration(calib or s)
+    cal = get_comm_calibration(calib) if calib else s.comm_calibration
     n = s.n_gpus if n_gpus is None else n_gpus
     if not isinstance(n, (int, np.integer)) or n < 1 or n > s.n_gpus:
         raise ConfigError(f"{what}: n_gpus must be an integer in [1, {s.n_gpus}], got {n!r}")
@@ -168,7 +83,7 @@ def _setup(system, calib, n_gpus, what):
     return s, cal, int(n), g
 
 
-def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: SystemSpec
+def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: SystemConfig
                 ) -> float:
     """``max`` over link tiers of ``alpha + bytes / (eta * bw)``; 0 when nothing moves."""
     if intra_bytes <= 0 and inter_bytes <= 0:
@@ -191,7 +106,7 @@ def _ring(kind: str, size: float, factor: float, system, calib, n_gpus) -> float
     return tier_time_s(cal.op(kind), bus, inter, s)
 
 
-def all_gather_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
+def all_gather_time_s(size_bytes: float, system: str | SystemConfig = "8xb200", *,
                       calib: str | CommCalibration | None = None,
                       n_gpus: int | None = None) -> float:
     """All-gather of a ``size_bytes`` result buffer (nccl-tests size) over ``n_gpus``
@@ -200,14 +115,14 @@ def all_gather_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
     return _ring("all_gather", size_bytes, 1.0, system, calib, n_gpus)
 
 
-def all_reduce_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
+def all_reduce_time_s(size_bytes: float, system: str | SystemConfig = "8xb200", *,
                       calib: str | CommCalibration | None = None,
                       n_gpus: int | None = None) -> float:
     """All-reduce of a ``size_bytes`` buffer (ring bus bytes ``2 S (n-1)/n``), seconds."""
     return _ring("all_reduce", size_bytes, 2.0, system, calib, n_gpus)
 
 
-def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
+def all_to_all_time_s(size_bytes: float, system: str | SystemConfig = "8xb200", *,
                       calib: str | CommCalibration | None = None,
                       n_gpus: int | None = None) -> float:
     """All-to-all with ``size_bytes`` per GPU send buffer, uniform destinations, seconds."""
@@ -239,7 +154,7 @@ def _ep_uniform(op: str, tokens_per_gpu, hidden, topk, system, calib, n_gpus, pa
 
 
 def ep_dispatch_time_s(tokens_per_gpu: float, hidden: int, topk: int,
-                       system: str | SystemSpec = "8xb200", *, payload: str = "fp8",
+                       system: str | SystemConfig = "8xb200", *, payload: str = "fp8",
                        calib: str | CommCalibration | None = None, n_gpus: int | None = None,
                        n_experts: int | None = None, dedup: bool = False) -> float:
     """Expert-parallel dispatch, uniform routing: each GPU sends its tokens to the GPUs that
@@ -253,7 +168,7 @@ def ep_dispatch_time_s(tokens_per_gpu: float, hidden: int, topk: int,
 
 
 def ep_combine_time_s(tokens_per_gpu: float, hidden: int, topk: int,
-                      system: str | SystemSpec = "8xb200", *, payload: str = "bf16",
+                      system: str | SystemConfig = "8xb200", *, payload: str = "bf16",
                       calib: str | CommCalibration | None = None, n_gpus: int | None = None,
                       n_experts: int | None = None, dedup: bool = False) -> float:
     """Expert-parallel combine (expert outputs back to their tokens' GPUs; BF16 by default, as
@@ -262,7 +177,7 @@ def ep_combine_time_s(tokens_per_gpu: float, hidden: int, topk: int,
                        n_experts, dedup)
 
 
-def ep_exchange_time_s(copies, hidden: int, system: str | SystemSpec = "8xb200", *,
+def ep_exchange_time_s(copies, hidden: int, system: str | SystemConfig = "8xb200", *,
                        op: str = "dispatch", payload: str | None = None,
                        calib: str | CommCalibration | None = None) -> float:
     """Dispatch or combine for an exact routing, seconds.
@@ -279,7 +194,7 @@ def ep_exchange_time_s(copies, hidden: int, system: str | SystemSpec = "8xb200",
     if op not in ("dispatch", "combine"):
         raise ConfigError(f"EP exchange: op {op!r} unknown (known: combine, dispatch)")
     s = get_system(system)
-    cal = get_comm_calibration(calib or s)
+    cal = get_comm_calibration(calib) if calib else s.comm_calibration
     c = np.asarray(copies, dtype=np.float64)
     n = c.shape[0] if c.ndim == 2 else -1
     if c.ndim != 2 or c.shape[1] != n or n > s.n_gpus:

@@ -27,15 +27,14 @@ the DRAM engine, and it knows nothing about PIM.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from sieve.errors import ConfigError, lookup
+from sieve.errors import ConfigError
+from sieve.hw.calibrations import CALIBRATIONS, GpuCalibration, get_calibration
 from sieve.hw.presets import DType, GpuSpec, get_dtype, get_gpu
-from sieve.validate import check_number, override_fields
+from sieve.validate import check_number
 
 __all__ = [
     "CALIBRATIONS",
@@ -51,95 +50,6 @@ __all__ = [
     "moe_layer_time_s",
     "weight_load_time_s",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class GpuCalibration:
-    """Achievable-efficiency parameters of the GPU model (dimensionless unless named _s)."""
-
-    name: str
-    eta_bw: float  # achieved fraction of the HBM spec bandwidth in streaming kernels
-    eta_c_bf16: float  # achieved fraction of the dense BF16 peak on full tiles
-    eta_c_fp8: float  # ... FP8 peak
-    eta_c_fp4: float  # ... FP4 peak
-    overlap_p: float  # p of combine_p(t_mem, t_comp); math.inf = roofline max
-    t0_gemm_bf16_s: float  # fixed cost per dense/grouped GEMM kernel, BF16 path
-    t0_gemm_fp8_s: float  # ... FP8 path (includes the activation-quantisation kernel)
-    t0_gemm_fp4_s: float  # ... FP4 path (includes the activation-quantisation kernel)
-    t0_moe_bf16_s: float  # extra fixed cost per MoE layer (routing, permute, finalize), BF16
-    t0_moe_fp8_s: float
-    t0_moe_fp4_s: float
-    tile_n: int = 128  # output-tile width along the weight's N dimension
-    tile_m_max: int = 128  # output-tile height along tokens, large-M kernels
-    tile_m_min: int = 16  # smallest token tile (MMA N >= 16 with swap-AB) ⚠
-    source: str = ""
-
-    def eta_c(self, d: DType) -> float:
-        return {"bf16": self.eta_c_bf16, "fp8": self.eta_c_fp8, "fp4": self.eta_c_fp4}[d.compute]
-
-    def t0_gemm_s(self, d: DType) -> float:
-        return {"bf16": self.t0_gemm_bf16_s, "fp8": self.t0_gemm_fp8_s,
-                "fp4": self.t0_gemm_fp4_s}[d.compute]
-
-    def t0_moe_s(self, d: DType) -> float:
-        return {"bf16": self.t0_moe_bf16_s, "fp8": self.t0_moe_fp8_s,
-                "fp4": self.t0_moe_fp4_s}[d.compute]
-
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuCalibration:
-        return override_fields(self, "GPU calibration", values, kw)
-
-    def validate(self) -> GpuCalibration:
-        what = f"GPU calibration {self.name!r}"
-        for n in ("eta_bw", "eta_c_bf16", "eta_c_fp8", "eta_c_fp4"):
-            v = getattr(self, n)
-            if not 0 < v <= 1:
-                raise ConfigError(f"{what}: {n} must be in (0, 1], got {v!r}")
-        if not self.overlap_p >= 1:
-            raise ConfigError(f"{what}: overlap_p must be >= 1 (inf = max), got "
-                              f"{self.overlap_p!r}")
-        for f in fields(self):
-            if f.name.startswith("t0_") and not getattr(self, f.name) >= 0:
-                raise ConfigError(f"{what}: {f.name} must be >= 0")
-        if not 1 <= self.tile_m_min <= self.tile_m_max or self.tile_n < 1:
-            raise ConfigError(f"{what}: need 1 <= tile_m_min <= tile_m_max and tile_n >= 1")
-        return self
-
-
-# B200: least-squares fit to hardware.md §3.2 + §3.3 training rows. Regenerate with
-# `python benchmarks/validate_costmodels.py --fit`; tests/test_gpu.py checks that a fresh fit
-# reproduces these numbers, so they cannot drift from the data silently.
-_B200_FIT = GpuCalibration(
-    name="b200",
-    eta_bw=0.7225, eta_c_bf16=0.7732, eta_c_fp8=0.6435, eta_c_fp4=0.4713, overlap_p=3.0,
-    t0_gemm_bf16_s=2.556e-6, t0_gemm_fp8_s=8.117e-6, t0_gemm_fp4_s=11.96e-6,
-    t0_moe_bf16_s=8.515e-6, t0_moe_fp8_s=22.66e-6, t0_moe_fp4_s=29.24e-6,
-    source="least-squares fit to hardware.md §3.2/§3.3 training rows "
-    "(sieve.calibration.costmodels)",
-)
-
-# H100/H200: no per-row GEMM table in hardware.md; its §3.2 text gives bf16 fits t0 4.2-5.7 us
-# and 85 % of spec BW (R^2 >= 0.98), and MAMF ceilings H100 BF16 80.3 %, FP8 70.9 %, H200 FP8
-# 73.4 %. Everything else (p, MoE overheads, FP8 t0) is borrowed from the B200 fit ⚠.
-_HOPPER_QUOTED = replace(
-    _B200_FIT, name="hopper", eta_bw=0.85, eta_c_bf16=0.803, eta_c_fp8=0.709,
-    t0_gemm_bf16_s=4.5e-6,
-    source="hardware.md §3.2 text (H100/H200 bf16 fits, MAMF); rest borrowed from b200 ⚠",
-)
-
-CALIBRATIONS: dict[str, GpuCalibration] = {
-    "b200": _B200_FIT.validate(),
-    "h200": replace(_HOPPER_QUOTED, name="h200", eta_c_fp8=0.734).validate(),
-    "h100": replace(_HOPPER_QUOTED, name="h100").validate(),
-}
-
-
-def get_calibration(name: str | GpuCalibration | GpuSpec) -> GpuCalibration:
-    """Calibration by name, or the one belonging to a GPU preset."""
-    if isinstance(name, GpuCalibration):
-        return name
-    if isinstance(name, GpuSpec):
-        name = name.name
-    return lookup(CALIBRATIONS, name, "GPU calibration")
 
 
 # ---------------------------------------------------------------------------------------------
