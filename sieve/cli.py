@@ -255,6 +255,52 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from sieve.hw.system import get_system
+    from sieve.model.moe import get_model
+    from sieve.sched.methods import get_method
+    from sieve.sched.trace import schedule_synthetic
+
+    model = get_model(args.model)
+    system = get_system(args.system)
+    method = get_method(args.method)
+    warmup = _int_arg("--warmup")(args.warmup)
+    observe = None
+    if warmup:
+        from sieve.pim.cost import EngineCostModel
+
+        observe = EngineCostModel(system)
+    rows = schedule_synthetic(model, system, method.name, _int_arg("--batch")(args.batch),
+                              seed=_int_arg("--seed")(args.seed),
+                              context_len=_int_arg("--context")(args.context), warmup=warmup,
+                              observe=observe)
+    layers = sorted({r.layer for r in rows})
+    if args.layer != "all":
+        want = layers[0] if args.layer is None else _int_arg("--layer")(args.layer)
+        if want not in layers:
+            from sieve.errors import ConfigError
+
+            raise ConfigError(f"--layer: {want} is not a MoE layer of {model.name} "
+                              f"(MoE layers: {layers[0]}..{layers[-1]}, or 'all')")
+        rows = [r for r in rows if r.layer == want]
+    print(f"# {method.name} on {system.describe()}")
+    print(f"# {model.name}, batch {args.batch}, context {args.context}, seed {args.seed}, "
+          f"step {warmup} ({warmup} warm-up step(s) observed on the engine); times in us "
+          "are the scheduler's own estimates")
+    print(f"{'layer':>5} {'gpu':>3} {'active':>6} {'on_gpu':>6} {'on_pim':>6} "
+          f"{'tok_gpu':>7} {'tok_pim':>7} {'T_comm':>8} {'T_GPU':>8} {'T_PIM':>8} "
+          f"{'T_total':>8}  PIM experts (local id:tokens)")
+    for r in rows:
+        p = r.partition
+        s = p.summary()
+        ids = " ".join(f"{e}:{p.counts[e]}" for e in p.pim_experts)
+        print(f"{r.layer:>5} {r.gpu:>3} {s['experts_active']:>6} {s['experts_gpu']:>6} "
+              f"{s['experts_pim']:>6} {s['tokens_gpu']:>7} {s['tokens_pim']:>7} "
+              f"{p.est_comm_ns / 1e3:>8.2f} {p.est_gpu_ns / 1e3:>8.2f} "
+              f"{p.est_pim_ns / 1e3:>8.2f} {p.est_total_ns / 1e3:>8.2f}  {ids}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sieve",
@@ -336,6 +382,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cached tokens per request (default 2048)")
     p.add_argument("--out", default="roofline_out", help="output directory")
     p.set_defaults(func=_cmd_roofline)
+
+    p = sub.add_parser("schedule", help="one decode step's GPU/PIM partition of every expert "
+                       "(a scheduler on a synthetic routing step, with its estimates)")
+    p.add_argument("--model", required=True, help="model preset or config.json path")
+    p.add_argument("--batch", required=True, help="decode requests in the step")
+    p.add_argument("--method", default="sieve", help="scheduler (default sieve): sieve, "
+                   "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
+                   "sieve-roofline, optimal")
+    p.add_argument("--system", default="1xb200", help="system preset or .json/.toml file "
+                   "(default 1xb200)")
+    p.add_argument("--context", default="2048", help="cached tokens per request (default 2048)")
+    p.add_argument("--seed", default="0", help="router seed (default 0)")
+    p.add_argument("--warmup", default="0", help="earlier steps whose PIM times (engine) feed "
+                   "the runtime cost table first (default 0: roofline fallback only)")
+    p.add_argument("--layer", default=None, help="MoE layer to print, or 'all' (default: the "
+                   "first MoE layer)")
+    p.set_defaults(func=_cmd_schedule)
 
     p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
     p.add_argument("name", nargs="?", help="GPU, system or link preset name")

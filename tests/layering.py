@@ -67,7 +67,7 @@ def _modules(root: Path) -> dict[str, Path]:
     mods = {}
     for p in sorted(root.rglob("*.py")):
         mods[module_name(p, root)] = p
-    for p in sorted(root.glob("*.pyx")):  # the compiled core counts as a module
+    for p in sorted(root.rglob("*.pyx")):  # compiled modules count too
         mods[module_name(p, root)] = p
     return mods
 
