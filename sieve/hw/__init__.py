@@ -14,8 +14,10 @@ Layer: above :mod:`sieve.dram` (a system names the DRAM/PIM spec of its stacks) 
 * :mod:`~sieve.hw.estimates` - the scheduler's cheap spec-peak estimates
   (:class:`RooflineCostModel`).
 
-The fits that produce the calibrations live in :mod:`sieve.calibration`, which nothing here
-imports.
+Every time model returns nanoseconds and takes the resolved objects (a :class:`SystemConfig`,
+or the :class:`GpuSpec` and :class:`GpuCalibration` it holds); the defaults are named once,
+by :data:`DEFAULT_SYSTEM` and :data:`sieve.hw.presets.DEFAULT_GPU`. The fits that produce the
+calibrations live in :mod:`sieve.calibration`, which nothing here imports.
 """
 
 from sieve.hw.calibrations import (  # noqa: F401
