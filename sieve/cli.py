@@ -204,7 +204,8 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
     from sieve.dram import device as dram
     from sieve.dram import presets as specs
 
-    spec = specs.get_spec(args.spec, _parse_overrides(args.set))
+    spec = specs.get_spec(specs.DEFAULT_SPEC if args.spec is None else args.spec,
+                          _parse_overrides(args.set))
     cg = args.col_groups
     if cg not in ("auto", "fast"):
         try:
@@ -246,23 +247,27 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
 
 
 def _cmd_roofline(args: argparse.Namespace) -> int:
+    from sieve.dram.presets import get_spec
+    from sieve.hw.presets import DEFAULT_GPU, get_gpu
     from sieve.report.roofline import run_roofline
 
+    gpu = get_gpu(DEFAULT_GPU if args.gpu is None else args.gpu)
+    spec = None if args.spec is None else get_spec(args.spec)
     for path in run_roofline(args.model, _int_arg("--batch")(args.batch), args.out,
-                             spec=args.spec, gpu=args.gpu, seed=_int_arg("--seed")(args.seed),
+                             spec=spec, gpu=gpu, seed=_int_arg("--seed")(args.seed),
                              context=_int_arg("--context")(args.context)):
         print(path)
     return 0
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
-    from sieve.hw.system import get_system
+    from sieve.hw.system import DEFAULT_SYSTEM, get_system
     from sieve.model.moe import get_model
     from sieve.sched.methods import get_method
     from sieve.sched.trace import schedule_synthetic
 
     model = get_model(args.model)
-    system = get_system(args.system)
+    system = get_system(args.system or DEFAULT_SYSTEM)
     method = get_method(args.method)
     warmup = _int_arg("--warmup")(args.warmup)
     observe = None
@@ -358,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_dram)
 
     p = sub.add_parser("gemv", help="time a GEMV on the PIM units (cycle-accurate)")
-    p.add_argument("--spec", default="b200-hbm3e-pim", help="PIM preset or spec file")
+    p.add_argument("--spec", default=None, help="PIM preset or spec file (default: the "
+                   "default PIM preset, marked * by `sieve specs`)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a spec value")
     p.add_argument("--rows", type=int, required=True, help="output rows of the matrix")
     p.add_argument("--cols", type=int, required=True, help="input columns of the matrix")
@@ -376,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model preset or config.json path")
     p.add_argument("--batch", required=True, help="decode requests in the step")
     p.add_argument("--spec", default=None, help="PIM preset (default: the GPU's stacks)")
-    p.add_argument("--gpu", default="b200", help="GPU preset (default b200)")
+    p.add_argument("--gpu", default=None, help="GPU preset (default: the default GPU, marked * "
+                   "by `sieve hardware`)")
     p.add_argument("--seed", default="0", help="router seed (default 0)")
     p.add_argument("--context", default="2048",
                    help="cached tokens per request (default 2048)")
@@ -390,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="sieve", help="scheduler (default sieve): sieve, "
                    "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
                    "sieve-roofline, optimal")
-    p.add_argument("--system", default="1xb200", help="system preset or .json/.toml file "
-                   "(default 1xb200)")
+    p.add_argument("--system", default=None, help="system preset or .json/.toml file "
+                   "(default: sieve.hw.system.DEFAULT_SYSTEM; `sieve hardware` lists them)")
     p.add_argument("--context", default="2048", help="cached tokens per request (default 2048)")
     p.add_argument("--seed", default="0", help="router seed (default 0)")
     p.add_argument("--warmup", default="0", help="earlier steps whose PIM times (engine) feed "

@@ -178,7 +178,7 @@ def test_cli_schedule_prints_one_row_per_gpu(capsys):
     rows = [r for r in out if r and not r.startswith(("#", "layer"))]
     assert len(rows) == 4 and all(r.split()[0] == "0" for r in rows)
     assert main(["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--method",
-                 "pimoe", "--layer", "all"]) == 0
+                 "pimoe", "--layer", "all", "--system", "1xb200"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len([r for r in out if r and not r.startswith(("#", "layer"))]) == MODEL.n_moe_layers
 

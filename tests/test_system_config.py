@@ -107,3 +107,20 @@ def test_bad_files_give_one_line(tmp_path):
 def test_describe_names_every_part():
     d = hw.get_system("16xb200").describe()
     assert "16 x b200" in d and "2 node(s)" in d and "b200-hbm3e-pim" in d and "bf16" in d
+
+
+def test_a_gpu_of_your_own_needs_and_takes_calibrations():
+    mine = hw.get_gpu("b200").override(name="b300-guess", fp4_tflops=13500.0)
+    cal = hw.get_calibration("b200").override(name="b300-guess")
+    with pytest.raises(ConfigError, match=r"GPU calibration 'b300-guess': unknown.*b200"):
+        hw.make_system(mine, 8)
+    s = hw.make_system(mine, 8, gpu_calibration=cal, comm_calibration="b200")
+    assert s.gpu is mine and s.gpu_calibration is cal
+    assert s.comm_calibration == hw.get_comm_calibration("b200")
+    assert s.memory == get_spec(mine.memory_spec)
+    # replacing the GPU of a preset keeps the calibrations given with it
+    t = hw.get_system("8xb200").override({"gpu": mine, "gpu_calibration": cal,
+                                          "comm_calibration": "b200"})
+    assert (t.gpu, t.gpu_calibration, t.name) == (mine, cal, "8xb300-guess")
+    with pytest.raises(ConfigError, match=r"GPU calibration 'b300-guess': unknown"):
+        hw.get_system("8xb200").override({"gpu": mine})

@@ -14,8 +14,10 @@ Layer: above :mod:`sieve.dram` (a system names the DRAM/PIM spec of its stacks) 
 * :mod:`~sieve.hw.estimates` - the scheduler's cheap spec-peak estimates
   (:class:`RooflineCostModel`).
 
-The fits that produce the calibrations live in :mod:`sieve.calibration`, which nothing here
-imports.
+Every time model returns nanoseconds and takes the resolved objects (a :class:`SystemConfig`,
+or the :class:`GpuSpec` and :class:`GpuCalibration` it holds); the defaults are named once,
+by :data:`DEFAULT_SYSTEM` and :data:`sieve.hw.presets.DEFAULT_GPU`. The fits that produce the
+calibrations live in :mod:`sieve.calibration`, which nothing here imports.
 """
 
 from sieve.hw.calibrations import (  # noqa: F401
@@ -29,14 +31,14 @@ from sieve.hw.calibrations import (  # noqa: F401
 )
 from sieve.hw.comm import (  # noqa: F401
     PAYLOADS,
-    all_gather_time_s,
-    all_reduce_time_s,
-    all_to_all_time_s,
-    ep_combine_time_s,
-    ep_dispatch_time_s,
-    ep_exchange_time_s,
+    all_gather_time_ns,
+    all_reduce_time_ns,
+    all_to_all_time_ns,
+    ep_combine_time_ns,
+    ep_dispatch_time_ns,
+    ep_exchange_time_ns,
     payload_bytes,
-    tier_time_s,
+    tier_time_ns,
 )
 from sieve.hw.cost import (  # noqa: F401
     COLLECTIVES,
@@ -62,22 +64,22 @@ from sieve.hw.cost import (  # noqa: F401
 )
 from sieve.hw.estimates import (  # noqa: F401
     RooflineCostModel,
-    t_comm_s,
-    t_comp_s,
-    t_dispatch_combine_s,
-    t_gpu_experts_s,
-    t_offchip_s,
+    t_comm_ns,
+    t_comp_ns,
+    t_dispatch_combine_ns,
+    t_gpu_experts_ns,
+    t_offchip_ns,
 )
 from sieve.hw.gpu import (  # noqa: F401
-    attention_decode_time_s,
-    attention_prefill_time_s,
+    attention_decode_time_ns,
+    attention_prefill_time_ns,
     expert_gemm_cost,
-    gemm_time_s,
-    gemv_time_s,
-    grouped_gemm_time_s,
-    kernel_time_s,
-    moe_layer_time_s,
-    weight_load_time_s,
+    gemm_time_ns,
+    gemv_time_ns,
+    grouped_gemm_time_ns,
+    kernel_time_ns,
+    moe_layer_time_ns,
+    weight_load_time_ns,
 )
 from sieve.hw.presets import (  # noqa: F401
     DTYPES,
@@ -136,36 +138,36 @@ __all__ = [
     "RooflineCostModel",
     "SYSTEMS",
     "SystemConfig",
-    "all_gather_time_s",
-    "all_reduce_time_s",
-    "all_to_all_time_s",
+    "all_gather_time_ns",
+    "all_reduce_time_ns",
+    "all_to_all_time_ns",
     "as_ops",
-    "attention_decode_time_s",
-    "attention_prefill_time_s",
+    "attention_decode_time_ns",
+    "attention_prefill_time_ns",
     "counts_array",
-    "ep_combine_time_s",
-    "ep_dispatch_time_s",
-    "ep_exchange_time_s",
+    "ep_combine_time_ns",
+    "ep_dispatch_time_ns",
+    "ep_exchange_time_ns",
     "expert_gemm_cost",
-    "gemm_time_s",
-    "gemv_time_s",
+    "gemm_time_ns",
+    "gemv_time_ns",
     "get_calibration",
     "get_comm_calibration",
     "get_dtype",
     "get_gpu",
     "get_link",
     "get_system",
-    "grouped_gemm_time_s",
-    "kernel_time_s",
+    "grouped_gemm_time_ns",
+    "kernel_time_ns",
     "load_system",
     "make_system",
-    "moe_layer_time_s",
+    "moe_layer_time_ns",
     "payload_bytes",
-    "t_comm_s",
-    "t_comp_s",
-    "t_dispatch_combine_s",
-    "t_gpu_experts_s",
-    "t_offchip_s",
-    "tier_time_s",
-    "weight_load_time_s",
+    "t_comm_ns",
+    "t_comp_ns",
+    "t_dispatch_combine_ns",
+    "t_gpu_experts_ns",
+    "t_offchip_ns",
+    "tier_time_ns",
+    "weight_load_time_ns",
 ]

@@ -4,8 +4,10 @@
 :mod:`sieve.hw.comm`), with the stored fits per GPU. The fits are made offline by
 :mod:`sieve.calibration.costmodels` (``python benchmarks/validate_costmodels.py --fit``); tests
 re-run them and check they reproduce the stored numbers. A :class:`~sieve.hw.system.SystemConfig`
-carries the calibrations of its GPU, resolved once. Times inside a calibration carry their unit
-in the field name (``t0_*_s`` seconds, ``alpha_us`` microseconds).
+carries the calibrations of its GPU, resolved once. Times inside a calibration are data and
+carry their unit in the field name (``t0_*_s`` seconds, ``alpha_us`` microseconds); the time
+models convert them to nanoseconds where they use them (:meth:`GpuCalibration.t0_gemm_ns`,
+:func:`sieve.hw.comm.tier_time_ns`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ __all__ = [
     "get_calibration",
     "get_comm_calibration",
 ]
+
+#: Nanoseconds per second and per microsecond: the conversions from the calibration fields'
+#: units to the simulator's time unit.
+NS_PER_S = 1e9
+NS_PER_US = 1e3
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +60,15 @@ class GpuCalibration:
     def eta_c(self, d: DType) -> float:
         return {"bf16": self.eta_c_bf16, "fp8": self.eta_c_fp8, "fp4": self.eta_c_fp4}[d.compute]
 
-    def t0_gemm_s(self, d: DType) -> float:
+    def t0_gemm_ns(self, d: DType) -> float:
+        """Fixed cost of one GEMM kernel of the dtype's compute class, in ns."""
         return {"bf16": self.t0_gemm_bf16_s, "fp8": self.t0_gemm_fp8_s,
-                "fp4": self.t0_gemm_fp4_s}[d.compute]
+                "fp4": self.t0_gemm_fp4_s}[d.compute] * NS_PER_S
 
-    def t0_moe_s(self, d: DType) -> float:
+    def t0_moe_ns(self, d: DType) -> float:
+        """Extra fixed cost of one MoE layer of the dtype's compute class, in ns."""
         return {"bf16": self.t0_moe_bf16_s, "fp8": self.t0_moe_fp8_s,
-                "fp4": self.t0_moe_fp4_s}[d.compute]
+                "fp4": self.t0_moe_fp4_s}[d.compute] * NS_PER_S
 
     def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuCalibration:
         return override_fields(self, "GPU calibration", values, kw)

@@ -9,16 +9,18 @@ They use *spec* peaks (no efficiency, no launch cost, no tile quantisation). Rep
 from :mod:`sieve.hw.gpu`, :mod:`sieve.hw.comm` and the PIM engine; docs/validation.md compares both
 against the measured tables so the gap between estimate and model is visible.
 
-Two forms: the functions ``t_*_s`` (one quantity each, seconds) and
-:class:`RooflineCostModel`, the same estimates behind the simulator's one cost interface
-(:class:`sieve.hw.cost.CostModel`, nanoseconds), so a scheduler can be handed it or the precise
-model. The PIM side of the roofline is the seed's one-time fallback for unseen token counts:
-operations / PIM peak throughput (attention: cache bytes / PIM internal bandwidth).
+Two forms, both in nanoseconds: the functions ``t_*_ns`` (one quantity each; they take the
+resolved :class:`GpuSpec` or :class:`SystemConfig`) and :class:`RooflineCostModel`, the same
+estimates behind the simulator's one cost interface (:class:`sieve.hw.cost.CostModel`), so a
+scheduler can be handed it or the precise model. The PIM side of the roofline is the seed's
+one-time fallback for unseen token counts: operations / PIM peak throughput (attention: cache
+bytes / PIM internal bandwidth).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,55 +42,71 @@ from sieve.hw.cost import (
     as_ops,
 )
 from sieve.hw.gpu import expert_gemm_cost
-from sieve.hw.presets import GpuSpec, get_dtype, get_gpu
+from sieve.hw.presets import DType, GpuSpec, get_dtype
 from sieve.hw.system import SystemConfig, get_system
 
 __all__ = [
     "RooflineCostModel",
-    "t_comm_s",
-    "t_comp_s",
-    "t_dispatch_combine_s",
-    "t_gpu_experts_s",
-    "t_offchip_s",
+    "t_comm_ns",
+    "t_comp_ns",
+    "t_dispatch_combine_ns",
+    "t_gpu_experts_ns",
+    "t_offchip_ns",
 ]
 
 
-def t_offchip_s(n_bytes: float, gpu: str | GpuSpec = "b200") -> float:
-    """Seed ``T_offchip``: bytes / HBM spec bandwidth (seconds)."""
-    return float(n_bytes) / get_gpu(gpu).hbm_bw_bytes_per_s
+def _gpu(who: str, gpu: Any) -> GpuSpec:
+    if not isinstance(gpu, GpuSpec):
+        raise ConfigError(f"{who}: gpu must be a GpuSpec (resolve a preset name once with "
+                          f"sieve.hw.get_gpu, or pass SystemConfig.gpu), got {gpu!r}")
+    return gpu
 
 
-def t_comp_s(flops: float, dtype: str = "bf16", gpu: str | GpuSpec = "b200") -> float:
-    """Seed ``T_comp``: FLOPs / dense tensor peak of the dtype's compute class (seconds)."""
-    g = get_gpu(gpu)
-    return float(flops) / (g.peak_tflops(get_dtype(dtype)) * 1e12)
+def _system(who: str, system: Any) -> SystemConfig:
+    if not isinstance(system, SystemConfig):
+        raise ConfigError(f"{who}: system must be a SystemConfig (resolve a preset name or "
+                          f"file once with sieve.hw.get_system), got {system!r}")
+    return system
 
 
-def t_gpu_experts_s(tokens_per_expert, hidden: int, intermediate: int, dtype: str = "bf16",
-                    gpu: str | GpuSpec = "b200", gated: bool = True) -> float:
-    """Seed ``T_GPU(G) = max(T_offchip, T_comp)`` for the experts in G (one grouped GEMM)."""
+def t_offchip_ns(n_bytes: float, *, gpu: GpuSpec) -> float:
+    """Seed ``T_offchip``: bytes / HBM spec bandwidth (ns; GB/s = bytes/ns)."""
+    return float(n_bytes) / _gpu("T_offchip", gpu).hbm_bw_gbs
+
+
+def t_comp_ns(flops: float, dtype: str | DType = "bf16", *, gpu: GpuSpec) -> float:
+    """Seed ``T_comp``: FLOPs / dense tensor peak of the dtype's compute class (ns; TFLOPS x 1e3
+    = FLOP/ns). ``dtype`` defaults to the seed's bf16 (§7)."""
+    g = _gpu("T_comp", gpu)
+    return float(flops) / (g.peak_tflops(get_dtype(dtype)) * 1e3)
+
+
+def t_gpu_experts_ns(tokens_per_expert, hidden: int, intermediate: int,
+                     dtype: str | DType = "bf16", *, gpu: GpuSpec, gated: bool = True) -> float:
+    """Seed ``T_GPU(G) = max(T_offchip, T_comp)`` for the experts in G (one grouped GEMM), ns."""
     nbytes, flops = expert_gemm_cost(tokens_per_expert, hidden, intermediate, dtype, gated)
-    return max(t_offchip_s(nbytes, gpu), t_comp_s(flops, dtype, gpu))
+    return max(t_offchip_ns(nbytes, gpu=gpu), t_comp_ns(flops, dtype, gpu=gpu))
 
 
-def t_comm_s(n_bytes: float, system: str | SystemConfig = "8xb200") -> float:
+def t_comm_ns(n_bytes: float, system: SystemConfig) -> float:
     """Seed ``T_Comm``: bytes / interconnect bandwidth; the slower tier's (IB) when the system
-    spans nodes, NVLink otherwise (per GPU, per direction)."""
-    s = get_system(system)
+    spans nodes, NVLink otherwise (per GPU, per direction), ns."""
+    s = _system("T_comm", system)
     link = s.inter_link if s.n_nodes > 1 else s.intra_link
-    return float(n_bytes) / link.bw_bytes_per_s
+    return float(n_bytes) / link.bw_gbs  # GB/s = bytes/ns
 
 
-def t_dispatch_combine_s(tokens_per_gpu: float, hidden: int, topk: int,
-                         system: str | SystemConfig = "8xb200", act_bytes: float = 2.0) -> float:
+def t_dispatch_combine_ns(tokens_per_gpu: float, hidden: int, topk: int, system: SystemConfig,
+                          act_bytes: float = 2.0) -> float:
     """``T_Comm`` of one layer's EP dispatch + combine under uniform routing: every
-    (token, expert) copy that leaves the GPU, out and back, at ``act_bytes`` per element."""
-    s = get_system(system)
+    (token, expert) copy that leaves the GPU, out and back, at ``act_bytes`` per element
+    (default 2: bf16, seed §7), ns."""
+    s = _system("T_comm (dispatch + combine)", system)
     n = s.n_gpus
     if n == 1:
         return 0.0
     remote = float(tokens_per_gpu) * topk * (n - 1) / n
-    return t_comm_s(2.0 * remote * hidden * act_bytes, s)
+    return t_comm_ns(2.0 * remote * hidden * act_bytes, s)
 
 
 class RooflineCostModel:

@@ -169,9 +169,13 @@ class SystemConfig:
         if "gpu" in items:
             gpu = get_gpu(items["gpu"])
             new["gpu"] = gpu
-            new["memory"] = gpu.dram_spec()
-            new["gpu_calibration"] = get_calibration(gpu)
-            new["comm_calibration"] = get_comm_calibration(gpu)
+            # the GPU's own parts, unless given (a GPU of your own has no stored calibration)
+            if "memory" not in items:
+                new["memory"] = gpu.dram_spec()
+            if "gpu_calibration" not in items:
+                new["gpu_calibration"] = get_calibration(gpu)
+            if "comm_calibration" not in items:
+                new["comm_calibration"] = get_comm_calibration(gpu)
         if "inter_link" in items:
             new["inter_link"] = get_link(items["inter_link"])
         if "memory" in items:
@@ -366,10 +370,13 @@ def load_system(path: str | Path) -> SystemConfig:
 def make_system(gpu: str | GpuSpec = DEFAULT_GPU, n_gpus: int = 1,
                 gpus_per_node: int | None = None,
                 inter_link: str | LinkSpec = DEFAULT_INTER_LINK, name: str | None = None, *,
-                memory: str | DramSpec | None = None, dtype: str | DType = "bf16"
-                ) -> SystemConfig:
+                memory: str | DramSpec | None = None, dtype: str | DType = "bf16",
+                gpu_calibration: str | GpuCalibration | None = None,
+                comm_calibration: str | CommCalibration | None = None) -> SystemConfig:
     """Build a system; ``gpus_per_node`` defaults to ``min(n_gpus, 8)``, ``memory`` to the
-    GPU's own stacks (:meth:`GpuSpec.dram_spec`), calibrations to the GPU's."""
+    GPU's own stacks (:meth:`GpuSpec.dram_spec`), the calibrations (``None``) to the GPU's
+    stored ones (a GPU of your own has none: pass them). ``dtype`` defaults to bf16, the seed's
+    (§7: "activations and parameters are stored in bfloat16")."""
     g = get_gpu(gpu)
     if gpus_per_node is None:
         gpus_per_node = min(n_gpus, MAX_GPUS_PER_NODE) if isinstance(n_gpus, int) else n_gpus
@@ -377,8 +384,10 @@ def make_system(gpu: str | GpuSpec = DEFAULT_GPU, n_gpus: int = 1,
         name=name or f"{n_gpus}x{g.name}", gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node,
         inter_link=get_link(inter_link),
         memory=g.dram_spec() if memory is None else get_spec(memory),
-        dtype=get_dtype(dtype), gpu_calibration=get_calibration(g),
-        comm_calibration=get_comm_calibration(g),
+        dtype=get_dtype(dtype),
+        gpu_calibration=get_calibration(g if gpu_calibration is None else gpu_calibration),
+        comm_calibration=get_comm_calibration(g if comm_calibration is None
+                                              else comm_calibration),
     ).validate()
 
 

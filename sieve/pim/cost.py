@@ -12,8 +12,8 @@
   its GPU tail (partial-sum reduction), as the lowering reports them (``total_ns``).
 
 Results are memoised per operation (the engine and the models are deterministic, so an entry
-equals a fresh evaluation). Everything is in nanoseconds; the models below return seconds or
-nanoseconds with the unit in their names, and this module is the one place that converts.
+equals a fresh evaluation). Everything is in nanoseconds, as the models below return it: no
+conversion happens here.
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ from sieve.pim.attention import run_attention
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 
 __all__ = ["EngineCostModel"]
-
-_S_TO_NS = 1e9
 
 
 def _shape(s: ExpertShape) -> FfnShape:
@@ -78,19 +76,19 @@ class EngineCostModel:
         d = s.dtype
         if isinstance(op, GroupedExperts):
             sh = op.shape
-            return gpu.grouped_gemm_time_s(op.tokens, sh.hidden, sh.intermediate, d,
-                                           gated=sh.gated, **kw) * _S_TO_NS
+            return gpu.grouped_gemm_time_ns(op.tokens, sh.hidden, sh.intermediate, d,
+                                            gated=sh.gated, **kw)
         if isinstance(op, Gemm):
-            return gpu.gemm_time_s(op.m, op.n, op.k, d, **kw) * _S_TO_NS
+            return gpu.gemm_time_ns(op.m, op.n, op.k, d, **kw)
         if isinstance(op, DecodeAttention):
-            return gpu.attention_decode_time_s(op.context_lens, op.n_q_heads, op.n_kv_heads,
-                                               op.head_dim, op.kv_dtype, **kw) * _S_TO_NS
+            return gpu.attention_decode_time_ns(op.context_lens, op.n_q_heads, op.n_kv_heads,
+                                                op.head_dim, op.kv_dtype, **kw)
         if isinstance(op, PrefillAttention):
-            return gpu.attention_prefill_time_s(op.seq_lens, op.n_q_heads, op.n_kv_heads,
-                                                op.head_dim, d, **kw) * _S_TO_NS
+            return gpu.attention_prefill_time_ns(op.seq_lens, op.n_q_heads, op.n_kv_heads,
+                                                 op.head_dim, d, **kw)
         if isinstance(op, MemoryStream):
-            t0 = s.gpu_calibration.t0_gemm_s(d) if op.launch else 0.0
-            return gpu.kernel_time_s(op.n_bytes, 0.0, t0_s=t0, **kw) * _S_TO_NS
+            t0 = s.gpu_calibration.t0_gemm_ns(d) if op.launch else 0.0
+            return gpu.kernel_time_ns(op.n_bytes, 0.0, t0_ns=t0, **kw)
         raise ConfigError(f"engine cost model: no GPU model for {type(op).__name__}")
 
     def gpu_ns(self, ops: GpuOp | Sequence[GpuOp]) -> float:
@@ -101,12 +99,12 @@ class EngineCostModel:
     def _comm_one(self, op: CommOp) -> float:
         s = self.system
         if isinstance(op, Collective):
-            f = {"all_gather": comm.all_gather_time_s, "all_reduce": comm.all_reduce_time_s,
-                 "all_to_all": comm.all_to_all_time_s}[op.kind]
-            return f(op.size_bytes, s, n_gpus=op.n_gpus) * _S_TO_NS
+            f = {"all_gather": comm.all_gather_time_ns, "all_reduce": comm.all_reduce_time_ns,
+                 "all_to_all": comm.all_to_all_time_ns}[op.kind]
+            return f(op.size_bytes, s, n_gpus=op.n_gpus)
         if isinstance(op, EpExchange):
-            return comm.ep_exchange_time_s(op.copies, op.hidden, s, op=op.kind,
-                                           payload=op.payload) * _S_TO_NS
+            return comm.ep_exchange_time_ns(op.copies, op.hidden, s, op=op.kind,
+                                            payload=op.payload)
         raise ConfigError(f"engine cost model: no communication model for {type(op).__name__}")
 
     def comm_ns(self, ops: CommOp | Sequence[CommOp]) -> float:
