@@ -27,8 +27,18 @@ SHAPE = ExpertShape(2880, 2880)  # gpt-oss-120b's expert (models-and-traces.md Â
 COST = hw.RooflineCostModel("4xb200")
 
 
-def est(pim: str = "ema") -> Estimator:
-    return Estimator(COST, SHAPE, pim=pim)
+def est(pim: str = "ema", fixed: float = 0.0) -> Estimator:
+    """The roofline estimator; ``fixed`` > 0: a "layer"-order program's once-paid PIM time has
+    been observed (TP and every EP group size)."""
+    e = Estimator(COST, SHAPE, pim=pim)
+    if fixed:
+        e.observe([], [], fixed_ns=fixed)
+        for g in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+            e.observe([], [], "ep", g, fixed_ns=fixed)
+    return e
+
+
+fixed_st = st.sampled_from([0.0, 3000.0])
 
 
 counts_st = st.lists(st.integers(0, 64), min_size=1, max_size=48).map(np.array)
@@ -59,20 +69,20 @@ def test_partitions_are_disjoint_and_complete(load, method):
 
 
 @settings(max_examples=150, deadline=None)
-@given(load=load_st)
-def test_sieve_estimate_is_never_worse_than_allexp_or_noexp(load):
-    e = est()
+@given(load=load_st, fixed=fixed_st)
+def test_sieve_estimate_is_never_worse_than_allexp_or_noexp(load, fixed):
+    e = est(fixed=fixed)
     s = sieve(load, e)
     assert s.est_total_ns <= allexp(load, e).est_total_ns * (1 + 1e-12)
     assert s.est_total_ns <= noexp(load, e).est_total_ns * (1 + 1e-12)
 
 
 @settings(max_examples=150, deadline=None)
-@given(load=load_st)
-def test_greedy_finds_the_best_prefix_by_popularity(load):
+@given(load=load_st, fixed=fixed_st)
+def test_greedy_finds_the_best_prefix_by_popularity(load, fixed):
     """T_total over the sorted prefixes is quasi-convex (T_GPU grows, T_PIM shrinks), so the
     first non-decrease is the best prefix."""
-    e = est()
+    e = est(fixed=fixed)
     s = sieve(load, e)
     c = load.counts
     active = np.flatnonzero(c)
@@ -82,9 +92,9 @@ def test_greedy_finds_the_best_prefix_by_popularity(load):
 
 
 @settings(max_examples=150, deadline=None)
-@given(load=load_st, attn=st.booleans(), comm=st.booleans())
-def test_compiled_loop_makes_the_reference_decisions(load, attn, comm):
-    e = est()
+@given(load=load_st, attn=st.booleans(), comm=st.booleans(), fixed=fixed_st)
+def test_compiled_loop_makes_the_reference_decisions(load, attn, comm, fixed):
+    e = est(fixed=fixed)
     p = sieve(load, e, attention_aware=attn, comm_aware=comm)
     ref, steps = sieve_reference(load, e, attention_aware=attn, comm_aware=comm)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
@@ -182,9 +192,9 @@ def test_hand_checkable_three_experts():
 
 @settings(max_examples=60, deadline=None)
 @given(counts=st.lists(st.integers(0, 40), min_size=1, max_size=10).map(np.array),
-       busy=st.floats(0, 1e5), comm=st.floats(0, 1e5))
-def test_optimal_is_the_brute_force_minimum_and_bounds_sieve(counts, busy, comm):
-    e = est()
+       busy=st.floats(0, 1e5), comm=st.floats(0, 1e5), fixed=fixed_st)
+def test_optimal_is_the_brute_force_minimum_and_bounds_sieve(counts, busy, comm, fixed):
+    e = est(fixed=fixed)
     load = LayerLoad(counts, SHAPE, pim_busy_ns=busy, comm_ns=comm)
     active = np.flatnonzero(counts)
     brute = min(T(load, e, np.isin(np.arange(counts.size), sub))
@@ -208,15 +218,17 @@ def test_optimal_refuses_large_layers_and_non_affine_models():
 
 
 @settings(max_examples=100, deadline=None)
-@given(load=load_st)
-def test_pimoe_moves_busiest_groups_top_expert_until_gpu_exceeds_pim(load):
-    e = est()
+@given(load=load_st, fixed=fixed_st)
+def test_pimoe_moves_busiest_groups_top_expert_until_gpu_exceeds_pim(load, fixed):
+    e = est(fixed=fixed)
     p = pimoe(load, e)
     assert p.mapping == "ep" and p.placement is not None
     n_groups = COST.system.memory.org.total_pseudochannels // p.pcs_per_expert
     assert np.array_equal(p.placement, np.arange(load.counts.size) % n_groups)
     t = e.pim_expert_ns(load.counts, "ep", p.pcs_per_expert)
     loads = np.bincount(p.placement, weights=np.where(p.on_pim, t, 0), minlength=n_groups)
+    busy_groups = np.bincount(p.placement, weights=p.on_pim, minlength=n_groups) > 0
+    loads[busy_groups] += fixed
     assert np.allclose(loads, p.est_group_pim_ns)
     # stop rule: the GPU's experts (alone) exceed the busiest group, or nothing is left on PIM
     gpu_alone = e.gpu_ns(p.gpu_counts)
@@ -307,3 +319,13 @@ def test_sieve_with_the_precise_gpu_model_uses_the_reference_loop():
     on_pim, _ = sieve_reference(load, e)
     assert np.array_equal(p.on_pim, on_pim)
     assert p.est_total_ns <= allexp(load, e).est_total_ns
+
+
+def test_a_once_paid_pim_time_counts_only_while_pim_has_experts():
+    """With a "layer"-order program's fixed time, the last expert leaving PIM also removes it:
+    a layer whose PIM work is only that fixed time goes entirely to an idle GPU."""
+    load = LayerLoad([1, 1], SHAPE)
+    e = est(fixed=1e6)
+    p = sieve(load, e)
+    assert p.pim_experts.size == 0 and p.est_pim_ns == 0.0
+    assert allexp(load, e).est_pim_ns == pytest.approx(1e6 + e.pim_expert_ns([1, 1]).sum())

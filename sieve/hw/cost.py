@@ -140,10 +140,12 @@ class GpuOp:
 @dataclass(frozen=True, eq=False)
 class GroupedExperts(GpuOp):
     """The experts of one layer that run on the GPU, as grouped GEMMs (gate/up, then down);
-    ``tokens[e]`` tokens for expert ``e`` (experts with 0 tokens cost nothing)."""
+    ``tokens[e]`` tokens for expert ``e`` (experts with 0 tokens cost nothing). ``dtype``: the
+    weights' dtype name when it differs from the system's (e.g. gpt-oss experts in mxfp4)."""
 
     tokens: np.ndarray
     shape: ExpertShape
+    dtype: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "tokens", counts_array("grouped experts", self.tokens))
@@ -157,6 +159,7 @@ class Gemm(GpuOp):
     m: int
     n: int
     k: int
+    dtype: str | None = None  # None: the system's dtype
 
     def __post_init__(self):
         for f in ("m", "n", "k"):

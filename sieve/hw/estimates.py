@@ -139,14 +139,26 @@ class RooflineCostModel:
 
     # ---- GPU ----------------------------------------------------------------------------------
     def gpu_terms(self, op: GpuOp) -> tuple[float, float]:
-        """(HBM bytes, FLOPs) of one GPU operation at the system's dtype."""
+        """(HBM bytes, FLOPs) of one GPU operation. An operation in another dtype than the
+        system's reports its FLOPs scaled to the system dtype's peak (so that one sum of FLOPs
+        divided by that peak gives the compute time)."""
+        b, f = self._terms(op)
+        dt = getattr(op, "dtype", None)
+        if dt is not None and f:
+            f *= self._flops_per_ns / (self.system.gpu.peak_tflops(get_dtype(dt)) * 1e3)
+        return b, f
+
+    def _terms(self, op: GpuOp) -> tuple[float, float]:
         w, a = self._w, self._a
         if isinstance(op, GroupedExperts):
             sh = op.shape
-            return expert_gemm_cost(op.tokens, sh.hidden, sh.intermediate, self.system.dtype,
-                                    sh.gated)
+            return expert_gemm_cost(op.tokens, sh.hidden, sh.intermediate,
+                                    op.dtype or self.system.dtype, sh.gated)
         if isinstance(op, Gemm):
             m, n, k = op.m, op.n, op.k
+            if op.dtype is not None:
+                d = get_dtype(op.dtype)
+                w, a = d.weight_bytes, d.act_bytes
             if m == 0 or n == 0 or k == 0:
                 return 0.0, 0.0
             return n * k * w + m * k * a + m * n * 2.0, 2.0 * m * n * k

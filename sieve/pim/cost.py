@@ -76,10 +76,10 @@ class EngineCostModel:
         d = s.dtype
         if isinstance(op, GroupedExperts):
             sh = op.shape
-            return gpu.grouped_gemm_time_ns(op.tokens, sh.hidden, sh.intermediate, d,
-                                            gated=sh.gated, **kw)
+            return gpu.grouped_gemm_time_ns(op.tokens, sh.hidden, sh.intermediate,
+                                            op.dtype or d, gated=sh.gated, **kw)
         if isinstance(op, Gemm):
-            return gpu.gemm_time_ns(op.m, op.n, op.k, d, **kw)
+            return gpu.gemm_time_ns(op.m, op.n, op.k, op.dtype or d, **kw)
         if isinstance(op, DecodeAttention):
             return gpu.attention_decode_time_ns(op.context_lens, op.n_q_heads, op.n_kv_heads,
                                                 op.head_dim, op.kv_dtype, **kw)

@@ -8,8 +8,9 @@
 #     T_total = max(T_comm, T_GPU(G), T_PIM(S))
 # strictly decreases, where T_GPU(G) = max((B0 + sum_G (W + A n)) / bw, (F0 + sum_G F n) / peak)
 # (the seed's roofline, GPU-side experts as one grouped GEMM) and
-# T_PIM(S) = busy + sum_S p(n), p(n) = table[n] for n < len(table), else n * slope (the
-# roofline fallback of a count never observed).
+# T_PIM(S) = busy + [S non-empty] * fixed + sum_S p(n), p(n) = table[n] for n < len(table),
+# else n * slope (the roofline fallback of a count never observed); ``fixed`` is the PIM time
+# a program pays once however many experts it runs (the GPU step of the "layer" order).
 
 from libc.stdint cimport int8_t, int64_t
 from libc.stdlib cimport free, malloc
@@ -30,15 +31,16 @@ P_PEAK = 6    # FLOPs per ns
 P_BUSY = 7    # PIM time already taken (attention), ns
 P_COMM = 8    # T_comm, ns
 P_SLOPE = 9   # roofline ns per token of one PIM expert (counts beyond the table)
-P_GPU = 10    # out: T_GPU of the result, ns
-P_PIM = 11    # out: T_PIM of the result as decided, ns
-P_STEPS = 12  # out: candidate moves evaluated
-P_N = 13
+P_FIXED = 10  # PIM time paid once per non-empty program, ns
+P_GPU = 11    # out: T_GPU of the result, ns
+P_PIM = 12    # out: T_PIM of the result as decided, ns
+P_STEPS = 13  # out: candidate moves evaluated
+P_N = 14
 
 
 def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1] on_pim,
                  double[::1] par):
-    """One Sieve decision. Reads the model from par[0:10] (P_* layout), writes on_pim (1 = PIM,
+    """One Sieve decision. Reads the model from par[0:11] (P_* layout), writes on_pim (1 = PIM,
     per expert) and par[P_GPU], par[P_PIM], par[P_STEPS]; returns the number of experts moved
     to the GPU, or -1 if a buffer could not be allocated."""
     cdef Py_ssize_t E = counts.shape[0]
@@ -52,6 +54,7 @@ def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1]
         raise ValueError("sieve_greedy: on_pim must match counts and par hold P_N values")
     cdef double b0 = par[0], f0 = par[1], w = par[2], a = par[3], f = par[4], bw = par[5]
     cdef double peak = par[6], busy = par[7], comm = par[8], slope = par[9]
+    cdef double fixed = par[10]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_greedy: bw and peak must be > 0")
     for i in range(E):
@@ -84,7 +87,7 @@ def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1]
                 order[start[cmax - c]] = i
                 start[cmax - c] += 1
         # all activated experts on PIM
-        pim = busy
+        pim = busy + (fixed if n_act > 0 else 0.0)
         for j in range(n_act):
             c = counts[order[j]]
             on_pim[order[j]] = 1
@@ -97,7 +100,7 @@ def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1]
             c = counts[order[j]]
             pe = table[c] if c < K else c * slope
             g_new = _dmax((nb + w + a * c) / bw, (nf + f * c) / peak)
-            p_new = pim - pe
+            p_new = pim - pe - (fixed if j == n_act - 1 else 0.0)
             t_new = _dmax(comm, _dmax(g_new, p_new))
             steps += 1
             if t_new < t_cur:
@@ -110,9 +113,9 @@ def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1]
                 moved += 1
             else:
                 break
-        par[10] = g_cur
-        par[11] = pim
-        par[12] = <double>steps
+        par[11] = g_cur
+        par[12] = pim
+        par[13] = <double>steps
     free(order)
     free(start)
     return moved

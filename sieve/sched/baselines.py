@@ -73,7 +73,9 @@ def pimoe(load: LayerLoad, est: Estimator, *, pcs_per_expert: int | None = None
     placement = np.arange(n_local) % n_groups
     p = est._pim_fast(counts, "ep", g)
     on_pim = counts > 0
+    fixed = est.pim_fixed_ns("ep", g)  # each group pays its own (concurrently)
     loads = np.bincount(placement, weights=np.where(on_pim, p, 0.0), minlength=n_groups)
+    loads[np.bincount(placement, weights=on_pim, minlength=n_groups) > 0] += fixed
     # per group, its activated experts by popularity (ties: lowest id first)
     act = np.flatnonzero(on_pim)
     act = act[np.lexsort((act, -counts[act], placement[act]))]
@@ -94,7 +96,7 @@ def pimoe(load: LayerLoad, est: Estimator, *, pcs_per_expert: int | None = None
         e = queues[head[grp]]
         head[grp] += 1
         on_pim[e] = False
-        loads[grp] -= p[e]
+        loads[grp] -= p[e] + (fixed if head[grp] == ends[grp] else 0.0)
         gpu_counts[e] = counts[e]
         steps += 1
         if aff is not None:  # the experts only: blind to the layer's other GPU work
@@ -104,6 +106,7 @@ def pimoe(load: LayerLoad, est: Estimator, *, pcs_per_expert: int | None = None
         else:
             t_gpu = est.gpu_ns(gpu_counts)
     loads = np.bincount(placement, weights=np.where(on_pim, p, 0.0), minlength=n_groups)
+    loads[np.bincount(placement, weights=on_pim, minlength=n_groups) > 0] += fixed
     t_gpu_full = est.gpu_ns(np.where(on_pim, 0, counts), load.gpu_fixed)
     return Partition("pimoe", counts, on_pim, pim_order=est.pim_order, mapping="ep",
                      est_comm_ns=load.comm_ns, est_gpu_ns=t_gpu_full,
@@ -121,7 +124,7 @@ def duplex(load: LayerLoad, est: Estimator) -> Partition:
     t_gpu_e = est.gpu_expert_ns(counts[order])
     # makespan after moving the first k experts to PIM, k = 0..n
     gpu = np.concatenate([[t_gpu_e.sum()], t_gpu_e.sum() - np.cumsum(t_gpu_e)])
-    pim = np.concatenate([[0.0], np.cumsum(t_pim_e)])
+    pim = np.concatenate([[0.0], np.cumsum(t_pim_e) + est.pim_fixed_ns("tp")])
     span = np.maximum(gpu, pim)
     worse = np.flatnonzero(np.diff(span) >= 0)  # the first move that does not improve
     k = int(worse[0]) if worse.size else order.size

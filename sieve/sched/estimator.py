@@ -180,6 +180,7 @@ class Estimator:
                  else 0.0)
         self._slope_tp = slope
         self.tables: dict[tuple[str, int], EmaCostTable] = {}
+        self.fixed: dict[tuple[str, int], float] = {}
         self.alpha = alpha
         self.table("tp")  # validates alpha
         self._gpu_lut: dict[int, float] = {}
@@ -190,11 +191,22 @@ class Estimator:
     # ---- PIM ---------------------------------------------------------------------------------
     def table(self, mapping: str = "tp", pcs: int | None = None) -> EmaCostTable:
         """The EMA table of a mapping (EP: per group size ``pcs``)."""
-        g = self._n_pcs if mapping == "tp" else int(pcs or 1)
-        key = (mapping, g)
+        key = self._key(mapping, pcs)
+        g = key[1]
         if key not in self.tables:
             self.tables[key] = EmaCostTable(self._slope_tp * self._n_pcs / g, self.alpha)
         return self.tables[key]
+
+    def _key(self, mapping: str, pcs: int | None) -> tuple[str, int]:
+        return (mapping, self._n_pcs if mapping == "tp" else int(pcs or 1))
+
+    def pim_fixed_ns(self, mapping: str = "tp", pcs: int | None = None) -> float:
+        """PIM time a program pays once however many experts it runs (the one GPU step of the
+        "layer" order), observed (EMA); 0 before any observation (the roofline has no such
+        term) and for the other orders, where each expert pays its own."""
+        if self.pim_source == "roofline":
+            return 0.0
+        return self.fixed.get(self._key(mapping, pcs), 0.0)
 
     def pim_expert_ns(self, counts, mapping: str = "tp", pcs: int | None = None) -> np.ndarray:
         """Estimated PIM time of each expert alone (0 for 0 tokens)."""
@@ -235,10 +247,18 @@ class Estimator:
             t._grow(int(c.max()))
         return t.values[c]
 
-    def observe(self, counts, observed_ns, mapping: str = "tp", pcs: int | None = None) -> None:
-        """Feed observed per-expert PIM times back (after an execution)."""
-        if self.pim_source == "ema":
-            self.table(mapping, pcs).update(counts, observed_ns)
+    def observe(self, counts, observed_ns, mapping: str = "tp", pcs: int | None = None,
+                fixed_ns: float | None = None) -> None:
+        """Feed observed PIM times back after an execution: each expert's own time and, for a
+        "layer"-order program, the time it paid once (``fixed_ns``)."""
+        if self.pim_source != "ema":
+            return
+        self.table(mapping, pcs).update(counts, observed_ns)
+        if fixed_ns is not None:
+            x = check_number("estimator", "fixed_ns", fixed_ns)
+            k = self._key(mapping, pcs)
+            old = self.fixed.get(k)
+            self.fixed[k] = x if old is None else old + self.alpha * (x - old)
 
     # ---- GPU ---------------------------------------------------------------------------------
     def gpu_affine(self, fixed: Sequence[GpuOp] = ()) -> GpuAffine | None:

@@ -6,7 +6,8 @@ stop when a move would not decrease it or nothing is left on PIM. ``T_GPU(G)`` b
 experts of G as one grouped GEMM together with the layer's other GPU work; ``T_PIM(S)`` adds the
 per-expert PIM estimates of the runtime cost table to what already occupies PIM (attention);
 ``T_comm`` does not depend on the split. Estimates come from an
-:class:`~sieve.sched.estimator.Estimator`.
+:class:`~sieve.sched.estimator.Estimator`; with the "layer" order of GEMVs a PIM program also
+pays a fixed time once (its one GPU step), counted while S is not empty.
 
 Because ``T_GPU`` grows with every move and ``T_PIM`` shrinks, ``T_total`` over the sorted
 prefixes is quasi-convex, so stopping at the first non-decrease finds the best prefix: the
@@ -48,6 +49,8 @@ def split_estimates(load: LayerLoad, est: Estimator, on_pim: np.ndarray, *,
     pim_counts = np.where(on_pim, load.counts, 0)
     t_gpu = est.gpu_ns(gpu_counts, load.gpu_fixed)
     t_pim = load.pim_busy_ns + float(est._pim_fast(pim_counts, mapping).sum())
+    if on_pim.any():
+        t_pim += est.pim_fixed_ns(mapping)
     return load.comm_ns, t_gpu, t_pim
 
 
@@ -63,9 +66,10 @@ def sieve_reference(load: LayerLoad, est: Estimator, *, attention_aware: bool = 
     active = np.flatnonzero(counts)
     order = active[np.argsort(-counts[active], kind="stable")]
     p = est.pim_expert_ns(counts[order])
+    fixed = est.pim_fixed_ns("tp")
     on_pim = counts > 0
     aff = est.gpu_affine(load.gpu_fixed)
-    pim = busy
+    pim = busy + (fixed if order.size else 0.0)
     for x in p.tolist():
         pim += x
     if aff is not None:
@@ -84,7 +88,7 @@ def sieve_reference(load: LayerLoad, est: Estimator, *, attention_aware: bool = 
             trial = np.where(on_pim, 0, counts)
             trial[e] = c
             g_new = est.gpu_ns(trial, load.gpu_fixed)
-        p_new = pim - float(p[j])
+        p_new = pim - float(p[j]) - (fixed if j == order.size - 1 else 0.0)
         t_new = max(comm, max(g_new, p_new))
         steps += 1
         if t_new < t_cur:
@@ -111,9 +115,10 @@ def _fast(load: LayerLoad, est: Estimator, aff: GpuAffine, busy: float, comm: fl
     par[7] = busy
     par[8] = comm
     par[9] = table.slope
+    par[10] = est.pim_fixed_ns("tp")
     if _greedy.sieve_greedy(load.counts, table.values, on_pim, par) < 0:
         raise MemoryError("Sieve scheduler: cannot allocate the sort buffers")
-    return on_pim.view(bool), float(par[10]), float(par[11]), int(par[12])
+    return on_pim.view(bool), float(par[11]), float(par[12]), int(par[13])
 
 
 def sieve(load: LayerLoad, est: Estimator, *, attention_aware: bool = True,

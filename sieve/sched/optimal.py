@@ -46,7 +46,7 @@ def optimal_on_pim(load: LayerLoad, est: Estimator, *, attention_aware: bool = T
     nb = aff.base_bytes + gpu @ (aff.w + aff.a * n)
     nf = aff.base_flops + gpu @ (aff.f * n)
     t_gpu = np.maximum(nb / aff.bytes_per_ns, nf / aff.flops_per_ns)
-    t_pim = busy + bits @ p
+    t_pim = busy + bits @ p + est.pim_fixed_ns("tp") * (bits.sum(axis=1) > 0)
     total = np.maximum(comm, np.maximum(t_gpu, t_pim))
     n_pim = bits.sum(axis=1)
     best = np.lexsort((masks, n_pim, total))[0]
