@@ -561,3 +561,35 @@ def test_missing_file_and_profile_without_decode_steps(tmp_path):
         decode_batch("fixed:10/1", 4, 0)
     with pytest.raises(ConfigError, match="unknown field 'mean'"):
         dist_from_dict({"kind": "uniform", "low": 1, "high": 2, "mean": 3})
+
+
+# ---- docs/workloads.md states what the code does ----------------------------------------------
+
+DOC = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "workloads.md"
+
+
+def test_the_docs_table_matches_the_profiles():
+    rows = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[0].strip("`") in PROFILES:
+            rows[cells[0].strip("`")] = [float(c) for c in cells[1:]]
+    assert set(rows) == set(PROFILES)
+    for name, doc in rows.items():
+        p = PROFILES[name]
+        code = [p.mean_prompt_tokens(), p.prompt.quantile(0.5) + p.template_tokens,
+                p.mean_output_tokens(), p.output.quantile(0.5), expected_decode_context(name),
+                expected_decode_context(name, False)]
+        assert doc == [round(x) for x in code], name
+
+
+@pytest.mark.parametrize("lang", ["toml", "json"])
+def test_the_docs_profile_files_load(lang, tmp_path):
+    import re
+
+    blocks = re.findall(rf"^```{lang}\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.M | re.S)
+    assert blocks
+    for i, text in enumerate(blocks):
+        f = tmp_path / f"block{i}.{lang}"
+        f.write_text(text)
+        assert decode_batch(f, 4, 0).batch_size == 4
