@@ -129,6 +129,10 @@ class Batch:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.profile, Profile):
+            raise ConfigError(f"Batch: profile must be a Profile, got "
+                              f"{type(self.profile).__name__}")
+        object.__setattr__(self, "seed", _seed_of(self.seed))
         n = np.shape(self.request_ids)
         for name in _COLUMNS:
             a = np.array(getattr(self, name), dtype=np.int8 if name == "phase" else np.int64)

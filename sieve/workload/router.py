@@ -21,7 +21,8 @@ which produced the preset values below). Model (docs/traces.md, "Synthetic route
 
 Randomness is explicit: an int ``seed`` (or a Generator, from which one int is drawn) is
 recorded in the trace metadata. Static popularity uses stream ``[seed, 0]`` (the same for every
-batch size); dynamics use ``[seed, 1, batch_size]``.
+batch size); dynamics use ``[seed, 1, batch_size]``; one mixed step
+(:meth:`SyntheticRouter.route_step`) uses ``[seed, 2, step]`` and ``[seed, 2, step, request]``.
 """
 
 from __future__ import annotations
