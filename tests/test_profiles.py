@@ -158,6 +158,8 @@ def test_mixture_and_empirical_laws():
     e = Empirical((5, 7, 5), (1.0, 2.0, 1.0))
     np.testing.assert_allclose(e.table[1], [0.5, 0.5])
     assert e.quantile(0.5) == 5 and e.quantile(0.51) == 7 and e.cdf(6) == 0.5
+    logs = Empirical(np.array([300, 120, 300]))  # lengths straight from a log, as an array
+    assert logs.values == (300, 120, 300) and logs.mean() == 240
 
 
 # ---- decode batches -------------------------------------------------------------------------

@@ -310,13 +310,13 @@ class Empirical(LengthDist):
     kind = "empirical"
 
     def __post_init__(self) -> None:
-        vals = self.values
+        vals = self.values.tolist() if isinstance(self.values, np.ndarray) else self.values
         if isinstance(vals, (str, bytes)) or not isinstance(vals, Sequence) or not vals:
             raise ConfigError(f"empirical.values must be a non-empty list of integers, got "
                               f"{vals!r}")
         object.__setattr__(self, "values",
                            tuple(_int(f"empirical.values[{i}]", v) for i, v in enumerate(vals)))
-        w = self.weights
+        w = self.weights.tolist() if isinstance(self.weights, np.ndarray) else self.weights
         if w is not None:
             if isinstance(w, (str, bytes)) or not isinstance(w, Sequence) or len(w) != len(vals):
                 raise ConfigError(f"empirical.weights must be a list of {len(vals)} numbers "
