@@ -67,7 +67,7 @@ def test_printed_costs_match_the_comment(capsys, tmp_path, monkeypatch):
 
 # ---- pages whose python blocks build on each other (one namespace per page, in order) ---------
 
-CHAINED = ["schedulers.md"]
+CHAINED = ["schedulers.md", "workloads.md"]
 
 
 @pytest.mark.parametrize("page", CHAINED)
