@@ -104,7 +104,8 @@ def test_cli_writes_all_files(tmp_path, capsys):
     assert main(["roofline", "--model", MODEL, "--batch", "8", "--seed", "3",
                  "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["config.json", "roofline.csv", "roofline.pdf", "roofline.png"]
+    assert names == ["config.json", "manifest.json", "roofline.csv", "roofline.pdf",
+                     "roofline.png"]
     assert (out / "roofline.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "roofline.pdf").read_bytes()[:4] == b"%PDF"
     with open(out / "roofline.csv", newline="") as fh:
@@ -118,7 +119,7 @@ def test_cli_writes_all_files(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,msg", [
     (["--model", "nope", "--batch", "8"], "model 'nope': unknown"),
-    (["--model", MODEL, "--batch", "0"], "batch must be an integer >= 1"),
+    (["--model", MODEL, "--batch", "0"], "--batch: '0' is not an integer >= 1"),
     (["--model", MODEL, "--batch", "x"], "--batch: 'x' is not an integer"),
     (["--model", MODEL, "--batch", "4", "--spec", "hbm3-6400"], "has no PIM units"),
     (["--model", MODEL, "--batch", "4", "--gpu", "tpu"], "unknown"),

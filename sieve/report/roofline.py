@@ -315,15 +315,18 @@ def _coinciding(rows: Sequence[dict]) -> dict[tuple[float, float], str]:
 
 
 def run_roofline(model, batch: int, out_dir: str | Path, *, gpu: GpuSpec,
-                 spec: DramSpec | None = None, seed: int = 0, context: int = 2048
-                 ) -> list[Path]:
+                 spec: DramSpec | None = None, seed: int = 0, context: int = 2048,
+                 flag: str = "--out") -> list[Path]:
     """Compute the table, draw the figure, then write ``roofline.csv``, ``roofline.png``,
-    ``roofline.pdf`` and ``config.json`` to ``out_dir`` (atomically, all or nothing).
-    ``gpu``, ``spec``: as :func:`roofline_table`."""
+    ``roofline.pdf`` and ``config.json`` to ``out_dir`` as one run folder (all or nothing; the
+    folder is checked before any work, see :func:`sieve.outputs.write_run`). ``gpu``,
+    ``spec``: as :func:`roofline_table`."""
     import json
 
-    from sieve.outputs import write_files
+    from sieve.outputs import check_out_dir, write_run
+    from sieve.report import plots
 
+    check_out_dir(out_dir, flag=flag)
     gpu, spec = _resolved(gpu, spec)
     rows = roofline_table(model, batch, spec=spec, gpu=gpu, seed=seed, context=context)
     name = model if isinstance(model, str) else model.name
@@ -335,15 +338,13 @@ def run_roofline(model, batch: int, out_dir: str | Path, *, gpu: GpuSpec,
     payload = {"roofline.csv": table_to_csv(rows).encode()}
     try:
         for ext in ("png", "pdf"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-            payload[f"roofline.{ext}"] = buf.getvalue()
+            payload[f"roofline.{ext}"] = plots.render(fig, ext)
     finally:
-        _mpl().close(fig)
+        plots.close(fig)
     payload["config.json"] = (json.dumps(
         {"command": "roofline", "model": name, "batch": batch, "spec": spec.name,
          "gpu": gpu.name,
          "seed": seed, "context": context,
          "router": "sieve.workload.router.SyntheticRouter (preset)"},
         indent=2, sort_keys=True) + "\n").encode()
-    return write_files(out_dir, payload)
+    return write_run(out_dir, payload, command="roofline", flag=flag)
