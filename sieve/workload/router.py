@@ -35,7 +35,8 @@ import numpy as np
 from scipy.special import gammaincinv, log_ndtr
 
 from sieve.errors import ConfigError, lookup
-from sieve.workload.trace import DECODE, PREFILL, RoutingTrace, TraceMeta
+from sieve.validate import check_int, check_memory, check_name, check_sequence
+from sieve.workload.trace import DECODE, MAX_EXPERTS, PREFILL, RoutingTrace, TraceMeta
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -183,13 +184,14 @@ class RouterShape:
     layer_ids: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
-        if not (1 <= self.top_k <= self.n_experts) or not self.layer_ids:
-            raise ConfigError(
-                f"router shape {self.name!r}: need 1 <= top_k <= n_experts and >= 1 layer "
-                f"(got top_k={self.top_k}, n_experts={self.n_experts}, "
-                f"{len(self.layer_ids)} layers)"
-            )
+        who = f"router shape {self.name!r}"
+        check_name("router shape", "name", self.name)
+        # expert ids are stored as int16 in traces (sieve.workload.trace.MAX_EXPERTS)
+        n_e = check_int(who, "n_experts", self.n_experts, lo=1, hi=MAX_EXPERTS)
+        check_int(who, "top_k", self.top_k, lo=1, hi=n_e)
+        object.__setattr__(self, "layer_ids", check_sequence(
+            who, "layer_ids", self.layer_ids, min_len=1,
+            item=lambda n, x: check_int(who, n, x, lo=0)))
 
     @property
     def n_layers(self) -> int:
@@ -274,6 +276,9 @@ class SyntheticRouter:
         self.params = params if params is not None else DEFAULT_PARAMS
         self.seed = _seed_of(seed)
         L, E = shape.n_layers, shape.n_experts
+        # static state: uniforms, Gamma variates and their log (float64), permutations (int64)
+        check_memory(f"synthetic router for {shape.name!r} ({L} layers x {E} experts)",
+                     48.0 * L * E, "the model has too many layers or experts")
         rng = np.random.default_rng([self.seed, 0])
         if popularity is None:
             self.base_logits = dirichlet_logits(self.params.alpha, rng.random((L, E)))
@@ -283,6 +288,21 @@ class SyntheticRouter:
                 raise ConfigError(f"popularity: expected ({L}, {E}) non-negative shares")
             self.base_logits = np.log(np.maximum(pop / pop.sum(axis=1, keepdims=True), 1e-300))
         self.perms = np.stack([rng.permutation(E) for _ in range(L)])
+
+    def memory_bytes(self, batch_size: int, n_steps: int, prompt_tokens: int = 0) -> float:
+        """Estimated peak memory of :meth:`generate` (bytes), used to refuse it before it runs.
+
+        Per-request latents ``(B, L, E)`` float32 (four copies while they advance), per-layer
+        scores ``(B, E)`` (about 40 bytes per element with the top-k temporaries) and about 9
+        bytes per routed (token, layer, slot) for the ids, their concatenation and validation,
+        plus 18 bytes of request id and phase per token.
+        """
+        B, L = int(batch_size), self.shape.n_layers
+        E, k = self.shape.n_experts, self.shape.top_k
+        m = self.params.mean_output_tokens
+        arrivals = 1 + (math.ceil(n_steps / m) if m else 0)
+        tokens = B * n_steps + B * int(prompt_tokens) * arrivals
+        return 16.0 * B * L * E + 40.0 * B * E + 9.0 * tokens * L * k + 18.0 * tokens
 
     def generate(self, batch_size: int, n_steps: int, *, prompt_tokens: int = 0) -> RoutingTrace:
         """Generate ``n_steps`` steps of a continuous batch of ``batch_size`` requests.
@@ -302,8 +322,10 @@ class SyntheticRouter:
             ("n_steps", n_steps, 1),
             ("prompt_tokens", prompt_tokens, 0),
         ):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
-                raise ConfigError(f"synthetic router: {name} must be an int >= {lo}, got {v!r}")
+            check_int("synthetic router", name, v, lo=lo)
+        check_memory(f"synthetic router: batch_size {batch_size} x {n_steps} step(s) of "
+                     f"{self.shape.name!r}", self.memory_bytes(batch_size, n_steps, prompt_tokens),
+                     "lower the batch size or the number of steps")
         p, sh = self.params, self.shape
         B, L, E, k = int(batch_size), sh.n_layers, sh.n_experts, sh.top_k
         rng = np.random.default_rng([self.seed, 1, B])
