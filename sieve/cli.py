@@ -20,7 +20,7 @@ __all__ = ["build_parser", "main"]
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit code 2), like every other sieve error."""
 
-    def error(self, message: str):  # noqa: D401 - argparse API
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

@@ -156,7 +156,7 @@ def _as_path(out_dir: Any, flag: str) -> Path:
         raise ConfigError(f"{flag}: empty folder name (give a folder, e.g. {flag} results)")
     if "\0" in text:
         raise ConfigError(f"{flag}: {text!r} is not a valid path (NUL character)")
-    return Path(os.path.abspath(text))
+    return Path(os.path.realpath(text))  # a symlinked folder is replaced where it really is
 
 
 def _previous_run_files(p: Path) -> set[str] | None:
@@ -190,12 +190,12 @@ def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
             place that cannot be written.
     """
     p = _as_path(out_dir, flag)
-    cwd = Path(os.getcwd())
+    cwd = Path(os.path.realpath(os.getcwd()))
     if p == cwd or p in cwd.parents:
         raise ConfigError(f"{flag} {os.fspath(out_dir)!r}: is the current folder or one above "
                           f"it; give a new or empty folder for the results")
     try:
-        if p.exists() or p.is_symlink():
+        if p.exists():
             if not p.is_dir():
                 raise OutputError(f"{flag} {str(p)!r}: exists and is not a folder")
             entries = sorted(os.listdir(p))

@@ -155,6 +155,8 @@ ROWS = [
                  "nRCDRD", marks=_XFAIL_OVERFLOW),
     (["dram", "--set", "nRP=-2"], "timing nRP must be >= 0"),
     (["dram", "--set", "nRFC=7000"], "nRFC (7000) >= nREFI"),
+    (["dram", "--set", "ticks_per_ck=3"], "ticks_per_ck must be a power of two"),
+    (["dram", "--set", "refresh=perbank", "--set", "nREFIpb=0"], "per-bank refresh needs"),
     (["dram", "--set", "refresh=sometimes"], "refresh must be 'allbank' or 'perbank'"),
     (["dram", "--set", "channels=0"], "org.channels must be >= 1"),
     (["dram", "--set", "rows=3"], "org.rows must be a power of two"),

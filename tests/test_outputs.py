@@ -211,3 +211,20 @@ def test_characterize_twice_gives_identical_files(tmp_path):
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     for name in os.listdir(tmp_path / "a"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux procfs")
+def test_unwritable_filesystem_gives_one_output_error():
+    with pytest.raises(OutputError, match="'/proc/sieve-test/run': cannot write") as exc:
+        write_run("/proc/sieve-test/run", {"a.csv": "1"}, command="t")
+    assert "\n" not in str(exc.value)
+
+
+def test_a_symlinked_run_folder_is_replaced_where_it_is(tmp_path):
+    real = tmp_path / "data" / "run"
+    write_run(real, {"a.csv": "old"}, command="t")
+    link = tmp_path / "results"
+    link.symlink_to(real)
+    write_run(link, {"a.csv": "new"}, command="t")
+    assert link.is_symlink() and (real / "a.csv").read_text() == "new"
+    assert sorted(os.listdir(tmp_path / "data")) == ["run"]

@@ -399,6 +399,9 @@ class DramSpec:
         for name in ("tCK_ps", "ticks_per_ck", "nBL", "nCL", "nREFI", "nRFC"):
             if getattr(t, name) < 1:
                 raise ConfigError(f"{who}: timing {name} must be >= 1, got {getattr(t, name)}")
+        if t.ticks_per_ck & (t.ticks_per_ck - 1):  # column commands align to CK edges
+            raise ConfigError(f"{who}: timing ticks_per_ck must be a power of two (1 or 2 in "
+                              f"the presets), got {t.ticks_per_ck}")
         if t.nRFC >= t.nREFI:
             raise ConfigError(
                 f"{who}: impossible refresh timing: nRFC ({t.nRFC}) >= nREFI ({t.nREFI})"
