@@ -40,6 +40,10 @@ def _int_type(lo: int | None = None, hi: int | None = None, what: str = ""):
     return conv
 
 
+#: Largest --context (cached tokens per request) the CLI takes: 2**31 - 1, beyond any model's
+#: context window and small enough that per-request token and byte counts stay in int64.
+_MAX_CONTEXT = (1 << 31) - 1
+
 _FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
 
 
@@ -436,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", default=None, help="GPU preset (default: the default GPU, marked * "
                    "by `sieve hardware`)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
-    p.add_argument("--context", type=_int_type(1), default=2048,
+    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
     p.add_argument("--out", default="roofline_out", help="output folder: new, empty, or an "
                    "earlier run's (default roofline_out)")
@@ -452,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "sieve-roofline, optimal")
     p.add_argument("--system", default=None, help="system preset or .json/.toml file "
                    "(default: sieve.hw.system.DEFAULT_SYSTEM; `sieve hardware` lists them)")
-    p.add_argument("--context", type=_int_type(1), default=2048,
+    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
     p.add_argument("--warmup", type=_int_type(0), default=0, help="earlier steps whose PIM "

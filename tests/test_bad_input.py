@@ -108,6 +108,14 @@ def files(tmp_path_factory) -> Path:
         w(name, text.encode("utf-8"))
     w("t_binary.trace", bytes(range(256)) * 4)
     w("t_longline.trace", b"LD " + b"1" * 100_000)
+    # system files (sieve schedule --system)
+    w("sys_self.json", {"base": "sys_self.json"})
+    w("sys_str.json", {"base": "1xb200", "n_gpus": "x"})
+    w("sys_latin1.json", b'{"base": "1xb200", "name": "caf\xe9"}')
+    w("sys_array.json", [1])
+    w("sys_overrides.json", {"base": "1xb200", "overrides": [1]})
+    w("sys_gpu5.json", {"base": "8xb200", "gpu": 5})
+    w("sys_three.toml", 'base = "8xb200"\nn_gpus = 3\n')
     # output folders
     w("existing_file", "x")
     w("foreign/notes.txt", "my notes")
@@ -289,6 +297,49 @@ ROWS = [
      "not valid JSON"),
     (["roofline", "--model", "{F}/none.json", "--batch", "4", "--out", "{OUT}"],
      "cannot read (No such file or directory)"),
+    # ---- schedule ------------------------------------------------------------------------
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "0"], "argument --batch: '0' is not"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "1000000"], "needs about"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--warmup", "-1"],
+     "argument --warmup"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--warmup", "100000000"],
+     "x 100000001 step(s) of 'qwen3-30b-a3b': needs about"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--context", str(10**20)],
+     "argument --context: '100000000000000000000' is not an integer in [1, 2147483647]"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--seed", "x"],
+     "argument --seed"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--layer", "x"],
+     "--layer: 'x' is not a MoE layer of qwen3-30b-a3b (MoE layers: 0..47, or 'all')"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--layer", "1000"],
+     "--layer: '1000' is not a MoE layer"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--method", "nope"],
+     "scheduler 'nope': unknown"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "nope"],
+     "system 'nope': unknown"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "{F}/sys_self.json"],
+     "'base' chain loops back"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "{F}/sys_str.json"],
+     "n_gpus must be a positive integer, got 'x'"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system",
+      "{F}/sys_latin1.json"], "sys_latin1.json': not UTF-8 text"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "{F}/sys_array.json"],
+     "expected a table/object"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system",
+      "{F}/sys_overrides.json"], "'overrides' must be a table/object"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "{F}/sys_gpu5.json"],
+     "GPU: expected a name, got 5"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system",
+      "{F}/sys_three.toml"], "128 experts do not split evenly over 3 GPUs"),
+    (["schedule", "--model", "qwen3-30b-a3b", "--batch", "4", "--system", "{F}/none.json"],
+     "cannot read (No such file or directory)"),
+    (["schedule", "--model", "{F}/m_kv_heads.json", "--batch", "4"],
+     "field 'num_key_value_heads'"),
+    (["schedule", "--model", "{F}/m_experts_huge.json", "--batch", "4"],
+     "n_experts must be in [1, 32768]"),
+    (["schedule", "--model", "nope", "--batch", "4"], "model 'nope': unknown"),
+    (["schedule", "--batch", "4"], "the following arguments are required: --model"),
+    (["roofline", "--model", "qwen3-30b-a3b", "--batch", "4", "--context", str(10**20),
+      "--out", "{OUT}"], "argument --context"),
     # ---- specs, hardware, top level ------------------------------------------------------
     (["specs", "nope"], "DRAM spec 'nope': unknown"),
     (["specs", "{F}/self.json"], "'base' chain loops back"),
@@ -344,12 +395,16 @@ def _lib_cases():
     from sieve.dram.memtrace import RequestTrace, synthetic_trace
     from sieve.dram.presets import get_spec
     from sieve.hw import gpu
+    from sieve.hw.calibrations import get_calibration
+    from sieve.hw.presets import DEFAULT_GPU, get_gpu
     from sieve.model.parts import GqaAttention
     from sieve.report.characterize import CharacterizeConfig
     from sieve.workload.router import RouterShape, SyntheticRouter
     from sieve.workload.trace import TraceMeta
 
     spec = get_spec("hbm3-6400")
+    g = get_gpu(DEFAULT_GPU)
+    cal = get_calibration(g)
     return [
         (lambda: CharacterizeConfig(models="qwen3-30b-a3b", batch_sizes=(1,)),
          "--models: the model list must be a list, got 'qwen3-30b-a3b'"),
@@ -357,8 +412,10 @@ def _lib_cases():
          "--batch: the batch list must be a list"),
         (lambda: RequestTrace([1.7, 64.2], [False, False]), "addr must hold integers"),
         (lambda: RequestTrace([64], [False], arrive_ck=[0.5]), "arrive_ck must hold integers"),
-        (lambda: gpu.gemm_time_s("64", 64, 64), "GEMM: m must be a number, got '64'"),
-        (lambda: gpu.gemm_time_s(True, 64, 64), "GEMM: m must be a number, got True"),
+        (lambda: gpu.gemm_time_ns("64", 64, 64, gpu=g, calib=cal),
+         "GEMM: m must be a number, got '64'"),
+        (lambda: gpu.gemm_time_ns(True, 64, 64, gpu=g, calib=cal),
+         "GEMM: m must be a number, got True"),
         (lambda: get_spec("hbm3-6400", {1: 2}), "overrides keys must be names"),
         (lambda: get_spec("hbm3-6400", [("nRCDRD", 3)]), "overrides must be a table"),
         (lambda: get_spec(42), "DRAM spec: expected a name"),
@@ -388,10 +445,15 @@ def test_library_calls_refuse_bad_arguments_with_one_line(i):
 def test_library_calls_accept_numpy_scalars():
     from sieve import pim
     from sieve.hw import gpu
+    from sieve.hw.calibrations import get_calibration
+    from sieve.hw.presets import DEFAULT_GPU, get_gpu
 
     lay = pim.gemv_layout("b200-hbm3e-pim", np.int64(64), np.int32(64))
     assert lay.out_rows == 64 and type(lay.out_rows) is int
-    assert gpu.gemm_time_s(np.int64(64), np.float32(64), 64) == gpu.gemm_time_s(64, 64, 64)
+    g = get_gpu(DEFAULT_GPU)
+    cal = get_calibration(g)
+    assert gpu.gemm_time_ns(np.int64(64), np.float32(64), 64, gpu=g, calib=cal) == \
+        gpu.gemm_time_ns(64, 64, 64, gpu=g, calib=cal)
 
 
 def test_memory_limit_env_is_validated(monkeypatch):

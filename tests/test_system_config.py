@@ -57,6 +57,18 @@ def test_short_form_file(tmp_path):
     assert (s.name, s.n_gpus, s.n_nodes, s.memory.timing.nCCDAB) == ("mine", 16, 2, 6)
 
 
+def test_short_form_base_file_resolves_beside_the_file(tmp_path, monkeypatch):
+    (tmp_path / "lab").mkdir()
+    hw.get_system("4xb200").save(tmp_path / "four.json")
+    (tmp_path / "lab" / "mine.json").write_text('{"base": "../four.json", "n_gpus": 2}')
+    monkeypatch.chdir(tmp_path / "lab")  # not where four.json is: the file's folder counts
+    s = hw.load_system(tmp_path / "lab" / "mine.json")
+    assert s.n_gpus == 2 and s.gpu.name == "b200"
+    (tmp_path / "loop.json").write_text('{"base": "loop.json"}')
+    with pytest.raises(ConfigError, match="'base' chain loops back"):
+        hw.load_system(tmp_path / "loop.json")
+
+
 def test_changing_the_gpu_brings_its_memory_and_calibrations():
     s = hw.get_system("8xb200", {"gpu": "h100"})
     assert s.name == "8xh100"

@@ -49,6 +49,7 @@ from sieve.hw.presets import (
     get_link,
 )
 from sieve.outputs import write_text
+from sieve.validate import read_text
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -344,27 +345,43 @@ def _to_toml(d: Mapping[str, Any], prefix: str = "") -> str:
     return out
 
 
-def load_system(path: str | Path) -> SystemConfig:
-    """Load a system file (JSON or TOML; full or short form, see the module docstring)."""
+def load_system(path: str | Path, _chain: tuple[Path, ...] = ()) -> SystemConfig:
+    """Load a system file (JSON or TOML; full or short form, see the module docstring).
+
+    A short form's ``base`` may name another system file; a relative name is resolved against
+    the folder of the file that names it (as spec files' ``base``, sieve.dram.presets), and a
+    chain that loops back is an error.
+    """
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"system config file {str(p)!r}: cannot read "
-                          f"({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"system config file {str(p)!r}: not UTF-8 text") from None
+    who = f"system config file {str(p)!r}"
+    key = p.resolve()
+    if key in _chain:
+        raise ConfigError(f"{who}: 'base' chain loops back to a file already loading "
+                          f"({' -> '.join(str(x) for x in (*_chain, key))})")
+    if len(_chain) >= MAX_BASE_DEPTH:
+        raise ConfigError(f"{who}: 'base' chain deeper than {MAX_BASE_DEPTH} files")
+    text = read_text(p, "system config file")
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"system config file {str(p)!r}: not valid "
-                          f"{p.suffix[1:].upper() or 'JSON'}: {exc}") from None
+        raise ConfigError(f"{who}: not valid {p.suffix[1:].upper() or 'JSON'}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{who}: nested too deeply to be a system file") from None
+    base = data.get("base") if isinstance(data, dict) else None
     try:
+        if isinstance(base, str) and base.lower().endswith((".json", ".toml")):
+            bp = Path(base)
+            data = {**data, "base": load_system(bp if bp.is_absolute() else p.parent / bp,
+                                                (*_chain, key))}
         return SystemConfig.from_dict(data)
     except ConfigError as exc:
-        raise ConfigError(f"system config file {str(p)!r}: {exc}") from None
+        if str(exc).startswith("system config file "):
+            raise  # a base file's own error already names that file
+        raise ConfigError(f"{who}: {exc}") from None
+
+
+#: A system file's ``base`` chain longer than this is a mistake.
+MAX_BASE_DEPTH = 16
 
 
 def make_system(gpu: str | GpuSpec = DEFAULT_GPU, n_gpus: int = 1,
