@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     print(f"machine: {platform.machine()}, {platform.python_implementation()} "
           f"{platform.python_version()}")
-    print(f"{'log':<44} {'commands':>9} {'wall s':>7} {'Mcmd/s':>7}  result")
+    print(f"{'log':<50} {'commands':>9} {'wall s':>7} {'Mcmd/s':>7}  result")
     rows = []
     trace = memtrace.synthetic_trace("rand", args.requests, write_fraction=0.25, seed=1)
     for spec in ("hbm3-6400", "b200-hbm3e-pim"):
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
             rep = check_log(log, spec)
             best = min(best, time.perf_counter() - t0)
         name = f"{spec}, rand 64 B, 16 channels, engine log"
-        print(f"{name:<44} {len(log):>9} {best:7.3f} {len(log) / best / 1e6:7.2f}  "
+        print(f"{name:<50} {len(log):>9} {best:7.3f} {len(log) / best / 1e6:7.2f}  "
               f"{'ok' if rep.ok else rep.summary()}")
         rows.append({"case": name, "commands": len(log), "wall_s": best,
                      "commands_per_s": len(log) / best, "ok": rep.ok})
