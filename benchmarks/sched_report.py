@@ -24,7 +24,7 @@ import numpy as np
 from sieve import hw
 from sieve.hw.cost import ExpertShape, PimExperts
 from sieve.model import get_model
-from sieve.outputs import write_files, write_text
+from sieve.outputs import write_bytes, write_text
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_tp
 from sieve.sched.estimator import Estimator
@@ -142,8 +142,7 @@ def convergence(figure: str | None, steps: int = 3) -> list[str]:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})
         plt.close(fig)
-        p = Path(figure)
-        write_files(p.parent, {p.name: buf.getvalue()})
+        write_bytes(figure, buf.getvalue())
     marks = [0, 1, 2, 4, 8, n_layers - 1, n_layers, 2 * n_layers]
     return ["| layer decision | " + " | ".join(str(m) for m in marks) + " |",
             "|---|" + "---|" * len(marks),

@@ -11,7 +11,8 @@ Two writers, and nothing in sieve writes a file any other way:
   ``manifest.json`` (command, file names, sizes and SHA-256), which is also how sieve knows a
   folder is one of its own: it replaces an empty folder or an earlier run's folder, and refuses
   a folder holding files it did not write (your notes are never deleted).
-* :func:`atomic_write` (with :func:`write_text` / :func:`write_json`) replaces one file: written
+* :func:`atomic_write` (with :func:`write_bytes` / :func:`write_text` / :func:`write_json`)
+  replaces one file: written
   to a temporary file in the same folder, renamed into place when complete.
 
 Files are created with mode ``0666 & ~umask`` and folders with ``0777 & ~umask``, as any other
@@ -40,6 +41,7 @@ __all__ = [
     "atomic_write",
     "check_out_dir",
     "open_run",
+    "write_bytes",
     "write_json",
     "write_run",
     "write_text",
@@ -114,11 +116,17 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
         raise
 
 
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Replace the single file ``path`` with ``data``, atomically (a run's several files go
+    through :func:`write_run` instead)."""
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
 def write_text(path: str | Path, text: str) -> Path:
     """Replace ``path`` with ``text`` (UTF-8), atomically."""
-    with atomic_write(path, "wb") as fh:
-        fh.write(text.encode("utf-8"))
-    return Path(path)
+    return write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path: str | Path, obj: Any) -> Path:

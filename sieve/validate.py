@@ -102,10 +102,11 @@ def check_number(what: str, name: str, v: Any, *, lo: float | None = 0.0,
     if _is_bool(v) or not isinstance(v, numbers.Real):
         raise ConfigError(f"{what}: {name} must be a number, got {v!r}")
     x = float(v)
-    if math.isnan(x) or (finite and math.isinf(x)):
-        raise ConfigError(f"{what}: {name} must be a finite number, got {v!r}")
-    if (lo is not None and x < lo) or (hi is not None and x > hi):
-        raise ConfigError(f"{what}: {name} must be {_range_text(lo, hi)}, got {v!r}")
+    rng = _range_text(None if lo is None else f"{lo:g}", None if hi is None else f"{hi:g}")
+    cond = " and ".join(c for c in ("finite" if finite else "", rng) if c)
+    if (math.isnan(x) or (finite and math.isinf(x)) or (lo is not None and x < lo)
+            or (hi is not None and x > hi)):
+        raise ConfigError(f"{what}: {name} must be {cond or 'a number'}, got {v!r}")
     return x
 
 
