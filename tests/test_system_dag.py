@@ -112,7 +112,7 @@ def test_schedule_invariants(spec):
         assert all(t.start_ns >= d.end_ns for d in t.deps)  # no task before its predecessors
         # non-delay: it starts at 0 or exactly when its cause ends
         assert t.start_ns == (0.0 if t.cause is None else t.cause.end_ns)
-    for lane, ts in s.lanes.items():
+    for _lane, ts in s.lanes.items():
         for a, b in zip(ts, ts[1:]):
             assert b.start_ns >= a.end_ns  # a lane runs one task at a time
     path = s.critical_path()
