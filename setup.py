@@ -1,4 +1,5 @@
-"""Build of the Cython DRAM/PIM engine ``sieve._dram``.
+"""Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram`` and the scheduler loop
+``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
 switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
@@ -24,13 +25,16 @@ directives = {
 }
 
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
-ext = Extension(
-    "sieve._dram",
-    ["sieve/_dram.pyx"],
-    define_macros=[("SIEVE_DEBUG_BUILD", "1" if DEBUG else "0")],
-    extra_compile_args=compile_args,
-)
+macros = [("SIEVE_DEBUG_BUILD", "1" if DEBUG else "0")]
+exts = [
+    # the DRAM/PIM command engine (its only door is sieve/dram/device.py)
+    Extension("sieve._dram", ["sieve/_dram.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+    # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
+    Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+]
 
 # force=True: the directives above are not part of Cython's dependency tracking, so a switch
 # between debug and optimised builds must regenerate the C file.
-setup(ext_modules=cythonize([ext], compiler_directives=directives, force=True))
+setup(ext_modules=cythonize(exts, compiler_directives=directives, force=True))

@@ -19,7 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sieve.dram.presets import get_spec  # noqa: E402
+from sieve.dram.spec import DramSpec  # noqa: E402
 from sieve.hw import gpu  # noqa: E402
+from sieve.hw.system import SystemConfig, get_system  # noqa: E402
 from sieve.model.moe import MODELS, get_model  # noqa: E402
 from sieve.outputs import write_text  # noqa: E402
 from sieve.pim.attention import run_attention  # noqa: E402
@@ -28,24 +30,35 @@ from sieve.pim.ffn import ffn_shape, run_expert_ffn, run_moe_tp  # noqa: E402
 from sieve.pim.host import gpu_step  # noqa: E402
 
 CMD = "python benchmarks/pim_report.py --write docs/validation.md"
+#: The system this report is about: one B200 with its HBM3E-PIM stacks (seed §7); the section
+#: resolves it once and passes it down.
+SYSTEM = "1xb200"
+#: A second PIM design for reference (Samsung HBM2-PIM, pim-simulators.md).
+REFERENCE_SPEC = "samsung-hbm2-pim"
 EVALUATED = ("gpt-oss-120b", "qwen3.5-397b-a17b", "qwen3-30b-a3b")
 N_MAX = 128  # crossover search range
 
 
-def expert_rows(spec_name: str, model: str, ns) -> list[dict]:
-    """Per N: PIM kernel time, end-to-end times per order, rooflines, GPU times (µs)."""
-    spec = get_spec(spec_name)
+def _gpu_expert_ns(system: SystemConfig, shape, n: int) -> float:
+    """The calibrated GPU time of one expert with ``n`` tokens (two grouped kernels), ns."""
+    return gpu.grouped_gemm_time_ns([n], shape.hidden, shape.intermediate, "bf16",
+                                    gpu=system.gpu, calib=system.gpu_calibration)
+
+
+def expert_rows(spec: DramSpec, model: str, ns, system: SystemConfig) -> list[dict]:
+    """Per N: PIM kernel time on ``spec``, end-to-end times per order, rooflines, and the
+    times of ``system``'s GPU (µs)."""
     shape = ffn_shape(model)
     bw = spec.pim_internal_bandwidth_gbs  # B/ns
-    cal = gpu.get_calibration("b200")
+    cal = system.gpu_calibration
     rows = []
     for n in ns:
-        tok = run_expert_ffn(spec, shape, n, order="token")
-        exp = run_expert_ffn(spec, shape, n, order="expert")
+        tok = run_expert_ffn(spec, shape, n, order="token", gpu=system.gpu)
+        exp = run_expert_ffn(spec, shape, n, order="expert", gpu=system.gpu)
         kern = float(exp.pim.pc_busy_ns.max())  # the two GEMV kernels, no GPU step
         roof = shape.weight_bytes_bf16 / bw
         fallback = n * shape.flops_per_token / (spec.pim_peak_tflops * 1e3)
-        g = gpu.grouped_gemm_time_s([n], shape.hidden, shape.intermediate, "bf16") * 1e9
+        g = _gpu_expert_ns(system, shape, n)
         rows.append({
             "n": n, "kernel_us": kern / 1e3, "token_us": tok.total_ns / 1e3,
             "expert_us": exp.total_ns / 1e3, "roof_us": roof / 1e3,
@@ -57,12 +70,13 @@ def expert_rows(spec_name: str, model: str, ns) -> list[dict]:
     return rows
 
 
-def crossover(model: str, spec_name: str = "b200-hbm3e-pim") -> dict:
-    """Smallest N in 1..N_MAX at which the GPU is faster, for three PIM/GPU pairings."""
-    spec = get_spec(spec_name)
+def crossover(model: str, system: SystemConfig) -> dict:
+    """Smallest N in 1..N_MAX at which the GPU is faster, for three PIM/GPU pairings, on
+    ``system`` (its GPU and its stacks)."""
+    spec = system.memory
     shape = ffn_shape(model)
-    cal = gpu.get_calibration("b200")
-    tables = {o: PimCostTable(spec, order=o) for o in ("token", "expert")}
+    cal = system.gpu_calibration
+    tables = {o: PimCostTable(spec, order=o, gpu=system.gpu.name) for o in ("token", "expert")}
     out = {}
 
     def first(pim_ns, gpu_ns):
@@ -72,13 +86,14 @@ def crossover(model: str, spec_name: str = "b200-hbm3e-pim") -> dict:
         return None
 
     def g(n):
-        return gpu.grouped_gemm_time_s([n], shape.hidden, shape.intermediate, "bf16") * 1e9
+        return _gpu_expert_ns(system, shape, n)
 
     out["token"] = first(lambda n: tables["token"].expert_ns(shape, n), g)
     out["expert"] = first(lambda n: tables["expert"].expert_ns(shape, n), g)
 
     def kern(n):
-        return float(run_expert_ffn(spec, shape, n, order="expert").pim.pc_busy_ns.max())
+        return float(run_expert_ffn(spec, shape, n, order="expert",
+                                    gpu=system.gpu).pim.pc_busy_ns.max())
 
     out["kernel"] = first(kern, lambda n: g(n) - 2 * cal.t0_gemm_bf16_s * 1e9)
     return out
@@ -88,30 +103,33 @@ def _fmt_n(n) -> str:
     return f">{N_MAX}" if n is None else str(n)
 
 
-def layer_vs_table(model: str, seed: int = 0) -> tuple[float, float, float, int, int]:
+def layer_vs_table(model: str, system: SystemConfig, seed: int = 0
+                   ) -> tuple[float, float, float, int, int]:
     """A whole layer simulated at once vs the sum of its experts' memoised entries (t = 0,
-    and the mean over 8 refresh phases)."""
+    and the mean over 8 refresh phases), on ``system``'s stacks."""
     from sieve.workload.router import SyntheticRouter
 
     m = get_model(model)
     shape = ffn_shape(m)
     counts = SyntheticRouter(model, seed=seed).generate(16, 1).counts(0)[0]  # first MoE layer
-    layer = run_moe_tp("b200-hbm3e-pim", shape, counts, order="expert")
-    t0 = PimCostTable("b200-hbm3e-pim", order="expert")
-    avg = PimCostTable("b200-hbm3e-pim", order="expert", phases=8)
+    spec, g = system.memory, system.gpu
+    layer = run_moe_tp(spec, shape, counts, order="expert", gpu=g)
+    t0 = PimCostTable(spec, order="expert", gpu=g.name)
+    avg = PimCostTable(spec, order="expert", gpu=g.name, phases=8)
     s0 = sum(t0.expert_ns(shape, int(c)) for c in counts if c)
     s8 = sum(avg.expert_ns(shape, int(c)) for c in counts if c)
     return layer.total_ns, s0, s8, int((counts > 0).sum()), int(counts.sum())
 
 
 def section() -> str:
-    spec = get_spec("b200-hbm3e-pim")
-    step = gpu_step("b200")
+    system = get_system(SYSTEM)
+    spec = system.memory
+    step = gpu_step(system.gpu)
     L = ["<!-- pimk:begin (generated by benchmarks/pim_report.py) -->", ""]
     L += [
         "Model: docs/model-of-computation.md, *PIM kernels*. One routed expert FFN (bf16 "
         "weights on PIM, seed §7) with N tokens under TP over every pseudo-channel, started "
-        "at t = 0, on `b200-hbm3e-pim` (256 PCs x 32 PUs, internal "
+        f"at t = 0, on `{spec.name}` (256 PCs x 32 PUs, internal "
         f"{spec.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s, peak {spec.pim_peak_tflops:.1f} "
         "TFLOPS). Columns (µs):",
         "",
@@ -127,13 +145,13 @@ def section() -> str:
         "* *token* / *expert*: end-to-end PIM time with the GPU steps (activation, partial "
         f"sums; {step.fixed_ns / 1e3:.2f} µs fixed each, {step.source}) in the seed's "
         "per-token order and in the one-step-per-expert order;",
-        "* *GPU*: `sieve.hw.gpu.grouped_gemm_time_s([N])` for the B200 (two grouped kernels "
+        "* *GPU*: `sieve.hw.gpu.grouped_gemm_time_ns([N])` for the B200 (two grouped kernels "
         "with their t0); *GPU running*: the same without the two kernel fixed costs (the "
         "expert joins a grouped GEMM that runs anyway).",
         "",
     ]
     for model in EVALUATED:
-        rows = expert_rows("b200-hbm3e-pim", model, range(1, 17))
+        rows = expert_rows(spec, model, range(1, 17), system)
         sh = ffn_shape(model)
         r0 = rows[0]
         L += [f"**{model}** (H = {sh.hidden}, I = {sh.intermediate}; gate/up "
@@ -149,28 +167,28 @@ def section() -> str:
                      f"{r['gpu_running_us']:.2f} |")
         L.append("")
     L += ["**GPU/PIM crossover** (smallest N in 1..128 at which the B200 model is faster; "
-          "b200-hbm3e-pim). *token* / *expert*: GPU standalone vs PIM end-to-end in that "
+          f"{spec.name}). *token* / *expert*: GPU standalone vs PIM end-to-end in that "
           "order; *kernels*: GPU running vs PIM kernels only (both fixed costs hidden). "
           "Ratios: PIM kernels / seed fallback at N = 1, 4, 16.", "",
           "| model | H x I | token | expert | kernels | ratio N=1 | N=4 | N=16 |",
           "|---|---|---|---|---|---|---|---|"]
     for model in MODELS:
         sh = ffn_shape(model)
-        c = crossover(model)
-        rr = {r["n"]: r["ratio_fallback"] for r in expert_rows("b200-hbm3e-pim", model,
-                                                               (1, 4, 16))}
+        c = crossover(model, system)
+        rr = {r["n"]: r["ratio_fallback"] for r in expert_rows(spec, model, (1, 4, 16),
+                                                               system)}
         L.append(f"| {model} | {sh.hidden} x {sh.intermediate} | {_fmt_n(c['token'])} | "
                  f"{_fmt_n(c['expert'])} | {_fmt_n(c['kernel'])} | {rr[1]:.2f} | "
                  f"{rr[4]:.2f} | {rr[16]:.2f} |")
     L.append("")
-    hb = get_spec("samsung-hbm2-pim")
+    hb = get_spec(REFERENCE_SPEC)
     L += ["**samsung-hbm2-pim** (reference; 64 PCs x 8 PUs, internal "
           f"{hb.pim_internal_bandwidth_gbs / 1e3:.2f} TB/s, 256 B global buffer): PIM "
           "kernels / seed fallback.", "",
           "| model | N=1 | N=2 | N=4 | N=8 | N=16 | PIM kernels N=1 (µs) |",
           "|---|---|---|---|---|---|---|"]
     for model in EVALUATED:
-        rows = expert_rows("samsung-hbm2-pim", model, (1, 2, 4, 8, 16))
+        rows = expert_rows(hb, model, (1, 2, 4, 8, 16), system)
         L.append(f"| {model} | " + " | ".join(f"{r['ratio_fallback']:.2f}" for r in rows)
                  + f" | {rows[0]['kernel_us']:.2f} |")
     L.append("")
@@ -182,7 +200,7 @@ def section() -> str:
           "| model | experts | tokens | layer (µs) | sum, t = 0 | sum, 8 phases |",
           "|---|---|---|---|---|---|"]
     for model in EVALUATED:
-        lay, s0, s8, ne, nt = layer_vs_table(model)
+        lay, s0, s8, ne, nt = layer_vs_table(model, system)
         L.append(f"| {model} | {ne} | {nt} | {lay / 1e3:.2f} | {s0 / 1e3:.2f} "
                  f"({100 * (s0 / lay - 1):+.1f} %) | {s8 / 1e3:.2f} "
                  f"({100 * (s8 / lay - 1):+.1f} %) |")
@@ -196,7 +214,7 @@ def section() -> str:
         m = get_model(model)
         for lt in sorted(set(m.layer_types)):
             layer = m.layer_types.index(lt)
-            r = run_attention(spec, m, layer, [2048] * 16)
+            r = run_attention(spec, m, layer, [2048] * 16, gpu=system.gpu)
             if not r.on_pim:
                 L.append(f"| {model} | {lt} | – | – | GPU: {r.gpu_ns / 1e3:.2f} | – | – | – |")
                 continue

@@ -8,11 +8,57 @@ exit code 2 (argparse usage errors also exit 2); nothing is half-written (sieve.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from sieve.errors import ConfigError, SieveError
+from sieve.validate import parse_int
 
 __all__ = ["build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit code 2), like every other sieve error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_type(lo: int | None = None, hi: int | None = None, what: str = ""):
+    """argparse ``type=``: a strict ASCII integer in ``[lo, hi]`` (no 1_000, no 1e3)."""
+    rng = (f" in [{lo}, {hi}]" if lo is not None and hi is not None
+           else f" >= {lo}" if lo is not None else "")
+
+    def conv(text: str) -> int:
+        v = parse_int(text.strip())
+        if v is None or (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer{rng}"
+                                             + (f" ({what})" if what else ""))
+        return v
+
+    conv.__name__ = "integer"
+    return conv
+
+
+#: Largest --context (cached tokens per request) the CLI takes: 2**31 - 1, beyond any model's
+#: context window and small enough that per-request token and byte counts stay in int64.
+_MAX_CONTEXT = (1 << 31) - 1
+
+_FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+
+
+def _float_type(lo: float, hi: float):
+    """argparse ``type=``: a decimal number in ``[lo, hi]`` (no nan, inf or underscores)."""
+
+    def conv(text: str) -> float:
+        t = text.strip()
+        v = float(t) if t.isascii() and _FLOAT.match(t) else None
+        if v is None or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number in [{lo:g}, {hi:g}]")
+        return v
+
+    conv.__name__ = "number"
+    return conv
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -51,21 +97,23 @@ def _split_list(text: str, flag: str) -> list[str]:
 def _int_list(text: str, flag: str) -> list[int]:
     out = []
     for x in _split_list(text, flag):
-        try:
-            out.append(int(x))
-        except ValueError:
-            raise ConfigError(f"{flag}: {x!r} is not an integer (e.g. {flag} 1,4,16,64)") from None
+        v = parse_int(x)
+        if v is None:
+            raise ConfigError(f"{flag}: {x!r} is not an integer (e.g. {flag} 1,4,16,64)")
+        out.append(v)
     return out
 
 
 def _cmd_characterize(args: argparse.Namespace) -> int:
+    from sieve.outputs import check_out_dir
     from sieve.report.characterize import CharacterizeConfig, run_characterize
 
+    check_out_dir(args.out)  # before any work
     config = CharacterizeConfig(
         models=tuple(_split_list(args.models, "--models")),
         batch_sizes=tuple(_int_list(args.batch, "--batch")),
-        n_steps=_int_arg("--steps")(args.steps),
-        seed=_int_arg("--seed")(args.seed),
+        n_steps=args.steps,
+        seed=args.seed,
         router_fit=args.router_fit,
     )
     for path in run_characterize(config, args.out):
@@ -73,22 +121,14 @@ def _cmd_characterize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _int_arg(flag: str):
-    def parse(text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigError(f"{flag}: {text!r} is not an integer") from None
-
-    return parse
-
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from sieve.hw import comm, gpu
     from sieve.hw import presets as hardware
+    from sieve.hw import system as systems
 
     if args.name is None:
         for title, table, default in (("GPUs", hardware.GPUS, hardware.DEFAULT_GPU),
-                                      ("systems", hardware.SYSTEMS, hardware.DEFAULT_SYSTEM),
+                                      ("systems", systems.SYSTEMS, systems.DEFAULT_SYSTEM),
                                       ("links", hardware.LINKS, hardware.DEFAULT_INTER_LINK)):
             print(f"{title}:")
             width = max(len(n) for n in table)
@@ -101,8 +141,8 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         print("(* = default; `sieve hardware NAME` shows every value with its unit and source)")
         return 0
     key = args.name.strip().lower()
-    if key in hardware.SYSTEMS:
-        s = hardware.SYSTEMS[key]
+    if key in systems.SYSTEMS:
+        s = systems.SYSTEMS[key]
         print(f"system {s.name}: {s.n_gpus} x {s.gpu.name}, {s.gpus_per_node} GPUs per NVSwitch "
               f"node, {s.n_nodes} node(s)")
         for tier, link in (("intra-node", s.intra_link), ("inter-node", s.inter_link)):
@@ -120,7 +160,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         from sieve.errors import ConfigError, choices
 
         raise ConfigError(f"hardware {args.name!r}: unknown (GPUs: {choices(hardware.GPUS)}; "
-                          f"systems: {choices(hardware.SYSTEMS)}; links: "
+                          f"systems: {choices(systems.SYSTEMS)}; links: "
                           f"{choices(hardware.LINKS)})")
     g = hardware.get_gpu(key)
     rows = g.describe()
@@ -143,24 +183,31 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
 
 
 def _parse_overrides(items: list[str] | None) -> dict:
-    """``--set nRCDRD=30 --set channels=4`` -> {"nRCDRD": 30, "channels": 4}."""
-    from sieve.errors import ConfigError
+    """``--set nRCDRD=30 --set channels=4`` -> {"nRCDRD": 30, "channels": 4}.
 
+    Values: strict integers (``30``, ``0x1e``), decimal numbers (``1.5``), ``true``/``false``,
+    ``none``/``null`` (e.g. ``pim=none`` removes the PIM units); anything else stays text. The
+    spec itself checks each value's type and range.
+    """
     out: dict = {}
     for item in items or []:
         key, sep, val = item.partition("=")
+        key, val = key.strip(), val.strip()
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
         v: object = val
-        for conv in (int, float):
-            try:
-                v = conv(val)
-                break
-            except ValueError:
-                pass
-        if val.lower() in ("true", "false"):
-            v = val.lower() == "true"
-        out[key.strip()] = v
+        low = val.lower()
+        if parse_int(val, hex_ok=True) is not None:
+            v = parse_int(val, hex_ok=True)
+        elif val.isascii() and _FLOAT.match(val):
+            v = float(val)
+        elif low in ("true", "false"):
+            v = low == "true"
+        elif low in ("none", "null"):
+            v = None
+        if key in out:
+            raise ConfigError(f"--set {key}: given twice")
+        out[key] = v
     return out
 
 
@@ -178,8 +225,6 @@ def _cmd_dram(args: argparse.Namespace) -> int:
     if args.trace:
         trace = memtrace.load_loadstore_trace(args.trace)
     else:
-        if args.requests < 1:
-            raise ConfigError(f"sieve dram: --requests must be >= 1, got {args.requests}")
         trace = memtrace.synthetic_trace(args.pattern or "seq", args.requests,
                                          stride_bytes=args.request_bytes,
                                          write_fraction=args.write_fraction, seed=args.seed)
@@ -206,16 +251,14 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
     from sieve.dram import device as dram
     from sieve.dram import presets as specs
 
-    spec = specs.get_spec(args.spec, _parse_overrides(args.set))
+    spec = specs.get_spec(specs.DEFAULT_SPEC if args.spec is None else args.spec,
+                          _parse_overrides(args.set))
     cg = args.col_groups
     if cg not in ("auto", "fast"):
-        try:
-            cg = int(cg)
-        except ValueError:
-            from sieve.errors import ConfigError
-
+        cg = parse_int(cg.strip())
+        if cg is None:
             raise ConfigError(f"sieve gemv: --col-groups must be an integer, auto or fast; got "
-                              f"{args.col_groups!r}") from None
+                              f"{args.col_groups!r}")
     lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs,
                           col_groups=cg)
     res = dram.run_pim(spec, [lay.kernel])
@@ -248,17 +291,71 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
 
 
 def _cmd_roofline(args: argparse.Namespace) -> int:
+    from sieve.dram.presets import get_spec
+    from sieve.hw.presets import DEFAULT_GPU, get_gpu
+    from sieve.outputs import check_out_dir
     from sieve.report.roofline import run_roofline
 
-    for path in run_roofline(args.model, _int_arg("--batch")(args.batch), args.out,
-                             spec=args.spec, gpu=args.gpu, seed=_int_arg("--seed")(args.seed),
-                             context=_int_arg("--context")(args.context)):
+    check_out_dir(args.out)  # before any work
+    gpu = get_gpu(DEFAULT_GPU if args.gpu is None else args.gpu)
+    spec = None if args.spec is None else get_spec(args.spec)
+    for path in run_roofline(args.model, args.batch, args.out, spec=spec, gpu=gpu,
+                             seed=args.seed, context=args.context):
         print(path)
     return 0
 
 
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from sieve.hw.system import DEFAULT_SYSTEM, get_system
+    from sieve.model.moe import get_model
+    from sieve.sched.methods import get_method
+    from sieve.sched.trace import schedule_synthetic
+
+    model = get_model(args.model)
+    system = get_system(args.system or DEFAULT_SYSTEM)
+    method = get_method(args.method)
+    warmup = args.warmup
+    observe = None
+    if warmup:
+        from sieve.pim.cost import EngineCostModel
+
+        observe = EngineCostModel(system)
+    want = None
+    if args.layer not in (None, "all"):
+        want = parse_int(args.layer.strip())
+        if want is None or not 0 <= want < model.n_layers:
+            raise ConfigError(f"--layer: {args.layer!r} is not a MoE layer of {model.name} "
+                              f"(MoE layers: {model.moe_layer_ids[0]}.."
+                              f"{model.moe_layer_ids[-1]}, or 'all')")
+    rows = schedule_synthetic(model, system, method.name, args.batch, seed=args.seed,
+                              context_len=args.context, warmup=warmup, observe=observe)
+    layers = sorted({r.layer for r in rows})
+    if args.layer != "all":
+        want = layers[0] if want is None else want
+        if want not in layers:
+            raise ConfigError(f"--layer: {want} is not a MoE layer of {model.name} "
+                              f"(MoE layers: {layers[0]}..{layers[-1]}, or 'all')")
+        rows = [r for r in rows if r.layer == want]
+    print(f"# {method.name} on {system.describe()}")
+    print(f"# {model.name}, batch {args.batch}, context {args.context}, seed {args.seed}, "
+          f"step {warmup} ({warmup} warm-up step(s) observed on the engine); times in us "
+          "are the scheduler's own estimates")
+    print(f"{'layer':>5} {'gpu':>3} {'active':>6} {'on_gpu':>6} {'on_pim':>6} "
+          f"{'tok_gpu':>7} {'tok_pim':>7} {'T_comm':>8} {'T_GPU':>8} {'T_PIM':>8} "
+          f"{'T_total':>8}  PIM experts (local id:tokens)")
+    for r in rows:
+        p = r.partition
+        s = p.summary()
+        ids = " ".join(f"{e}:{p.counts[e]}" for e in p.pim_experts)
+        print(f"{r.layer:>5} {r.gpu:>3} {s['experts_active']:>6} {s['experts_gpu']:>6} "
+              f"{s['experts_pim']:>6} {s['tokens_gpu']:>7} {s['tokens_pim']:>7} "
+              f"{p.est_comm_ns / 1e3:>8.2f} {p.est_gpu_ns / 1e3:>8.2f} "
+              f"{p.est_pim_ns / 1e3:>8.2f} {p.est_total_ns / 1e3:>8.2f}  {ids}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sieve",
         description="Cycle-accurate simulation of MoE serving on GPUs with HBM-PIM.",
     )
@@ -281,14 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "Figure 3 models)")
     p.add_argument("--batch", default="1,2,4,8,16,32,64,128,256,512,1024",
                    help="comma-separated batch sizes (default 1,2,4,...,1024)")
-    p.add_argument("--steps", default="16", help="decode steps per trace (default 16)")
-    p.add_argument("--seed", default="0", help="RNG seed (default 0)")
+    p.add_argument("--steps", type=_int_type(1), default=16,
+                   help="decode steps per trace (default 16)")
+    p.add_argument("--seed", type=_int_type(0), default=0, help="RNG seed (default 0)")
     p.add_argument(
         "--router-fit",
         default="joint",
         help="router preset set: joint (seed numbers + real aggregate skew; default) or seed",
     )
-    p.add_argument("--out", default="characterize_out", help="output directory")
+    p.add_argument("--out", default="characterize_out", help="output folder: new, empty, or an "
+                   "earlier run's (default characterize_out)")
     p.set_defaults(func=_cmd_characterize)
 
     p = sub.add_parser("dram", help="run a memory-request trace through the DRAM engine")
@@ -299,32 +398,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", help="Ramulator 2 LoadStore trace file (LD/ST <addr> per line)")
     p.add_argument("--pattern", choices=("seq", "rand"),
                    help="built-in synthetic trace instead of --trace (default seq)")
-    p.add_argument("--requests", type=int, default=100000, help="requests of --pattern")
-    p.add_argument("--write-fraction", type=float, default=0.0, help="writes in --pattern")
-    p.add_argument("--seed", type=int, default=0, help="seed of --pattern rand")
-    p.add_argument("--channels", type=int, default=1,
+    p.add_argument("--requests", type=_int_type(1), default=100000,
+                   help="requests of --pattern")
+    p.add_argument("--write-fraction", type=_float_type(0.0, 1.0), default=0.0,
+                   help="writes in --pattern (0..1)")
+    p.add_argument("--seed", type=_int_type(0), default=0, help="seed of --pattern rand")
+    p.add_argument("--channels", type=_int_type(1), default=1,
                    help="channels the addresses are interleaved over (default 1)")
     p.add_argument("--mapping", default="sieve", help="address mapping: sieve, RoBaRaCoCh, "
                    "ChRaBaRoCo (default sieve)")
-    p.add_argument("--request-bytes", type=int, default=64, help="bytes per request "
-                   "(default 64; 32 = one burst, as Ramulator's transactions)")
-    p.add_argument("--queue", type=int, default=32, help="read/write queue entries per channel "
-                   "(default 32, as Ramulator 2)")
-    p.add_argument("--write-high", type=float, default=0.8, metavar="FRACTION",
+    p.add_argument("--request-bytes", type=_int_type(1, what="bytes per request"),
+                   default=64, help="bytes per request (default 64; 32 = one burst, as "
+                   "Ramulator's transactions)")
+    # the engine's queue index is a C int
+    p.add_argument("--queue", type=_int_type(1, (1 << 31) - 1), default=32,
+                   help="read/write queue entries per channel")
+    p.add_argument("--write-high", type=_float_type(0.0, 1.0), default=0.8, metavar="FRACTION",
                    help="write-queue fill that starts a write drain (default 0.8, as Ramulator 2)")
-    p.add_argument("--write-low", type=float, default=0.2, metavar="FRACTION",
+    p.add_argument("--write-low", type=_float_type(0.0, 1.0), default=0.2, metavar="FRACTION",
                    help="write-queue fill that ends a write drain (default 0.2, as Ramulator 2)")
     p.add_argument("--page", choices=("open", "closed"), default="open", help="page policy")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_dram)
 
     p = sub.add_parser("gemv", help="time a GEMV on the PIM units (cycle-accurate)")
-    p.add_argument("--spec", default="b200-hbm3e-pim", help="PIM preset or spec file")
+    p.add_argument("--spec", default=None, help="PIM preset or spec file (default: the "
+                   "default PIM preset, marked * by `sieve specs`)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a spec value")
-    p.add_argument("--rows", type=int, required=True, help="output rows of the matrix")
-    p.add_argument("--cols", type=int, required=True, help="input columns of the matrix")
-    p.add_argument("--tokens", type=int, default=1, help="input vectors, serialized")
-    p.add_argument("--pcs", type=int, default=None, help="pseudo-channels to shard over "
+    p.add_argument("--rows", type=_int_type(1), required=True,
+                   help="output rows of the matrix")
+    p.add_argument("--cols", type=_int_type(1), required=True,
+                   help="input columns of the matrix")
+    p.add_argument("--tokens", type=_int_type(1), default=1, help="input vectors, serialized")
+    p.add_argument("--pcs", type=_int_type(1), default=None, help="pseudo-channels to shard over "
                    "(default all)")
     p.add_argument("--col-groups", default="auto", metavar="N|auto|fast",
                    help="PCs along the input columns (partial sums reduced on the GPU); auto "
@@ -335,14 +441,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roofline", help="Figure 4: GPU and HBM-PIM rooflines with the "
                        "operations of a sampled decode step (CSV + PNG + PDF)")
     p.add_argument("--model", required=True, help="model preset or config.json path")
-    p.add_argument("--batch", required=True, help="decode requests in the step")
+    p.add_argument("--batch", type=_int_type(1), required=True,
+                   help="decode requests in the step")
     p.add_argument("--spec", default=None, help="PIM preset (default: the GPU's stacks)")
-    p.add_argument("--gpu", default="b200", help="GPU preset (default b200)")
-    p.add_argument("--seed", default="0", help="router seed (default 0)")
-    p.add_argument("--context", default="2048",
+    p.add_argument("--gpu", default=None, help="GPU preset (default: the default GPU, marked * "
+                   "by `sieve hardware`)")
+    p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
+    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
-    p.add_argument("--out", default="roofline_out", help="output directory")
+    p.add_argument("--out", default="roofline_out", help="output folder: new, empty, or an "
+                   "earlier run's (default roofline_out)")
     p.set_defaults(func=_cmd_roofline)
+
+    p = sub.add_parser("schedule", help="one decode step's GPU/PIM partition of every expert "
+                       "(a scheduler on a synthetic routing step, with its estimates)")
+    p.add_argument("--model", required=True, help="model preset or config.json path")
+    p.add_argument("--batch", type=_int_type(1), required=True,
+                   help="decode requests in the step")
+    p.add_argument("--method", default="sieve", help="scheduler (default sieve): sieve, "
+                   "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
+                   "sieve-roofline, optimal")
+    p.add_argument("--system", default=None, help="system preset or .json/.toml file "
+                   "(default: sieve.hw.system.DEFAULT_SYSTEM; `sieve hardware` lists them)")
+    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
+                   help="cached tokens per request (default 2048)")
+    p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
+    p.add_argument("--warmup", type=_int_type(0), default=0, help="earlier steps whose PIM "
+                   "times (engine) feed "
+                   "the runtime cost table first (default 0: roofline fallback only)")
+    p.add_argument("--layer", default=None, help="MoE layer to print, or 'all' (default: the "
+                   "first MoE layer)")
+    p.set_defaults(func=_cmd_schedule)
 
     p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
     p.add_argument("name", nargs="?", help="GPU, system or link preset name")
@@ -351,15 +480,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    args = None
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # usage errors (one line, code 2) and --help (code 0)
+            return exc.code if isinstance(exc.code, int) else 2
         return int(args.func(args) or 0)
     except SieveError as exc:
         print(f"sieve: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:  # a safety net: sizes are estimated and refused before allocating
+        print(f"sieve {getattr(args, 'command', '')}: error: out of memory: the inputs need more "
+              f"memory than this machine has (lower the sizes, or see SIEVE_MEMORY_LIMIT in the "
+              f"user guide)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # Ctrl-C, also inside the engine's compiled loops (they let SIGINT through): result
         # files are written only once complete (sieve.outputs), so none is left behind
         print("sieve: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `sieve specs | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -14,6 +14,7 @@ from typing import TypeVar
 __all__ = [
     "ConfigError",
     "NotBuiltError",
+    "OutputError",
     "SieveError",
     "TimingViolation",
     "TraceFormatError",
@@ -35,6 +36,11 @@ class TimingViolation(SieveError, RuntimeError):
 
 class TraceFormatError(SieveError, ValueError):
     """A trace or data file is malformed; the message names the file, line and field."""
+
+
+class OutputError(SieveError):
+    """A result cannot be written: the output path is a file, a folder holding files sieve did
+    not write, or a place that cannot be written (permissions, full disk, read-only)."""
 
 
 class NotBuiltError(SieveError, ImportError):

@@ -1,47 +1,136 @@
-"""Writing result files without leaving partial output behind.
+"""Writing results: all or nothing, never a mix of two runs, with the user's file permissions.
 
-Every file sieve writes goes through :func:`atomic_write` (or :func:`write_text` /
-:func:`write_json`): the content is written to a temporary file in the same directory and
-renamed into place only when complete, so an error part-way (bad input found late, Ctrl-C)
-leaves no half-written CSV, JSON or figure.
+Two writers, and nothing in sieve writes a file any other way:
+
+* :func:`write_run` / :func:`open_run` write a run's result folder (``sieve characterize``,
+  ``sieve roofline`` and the coming ``sieve run`` / ``sieve sweep``). Every file of the run is
+  written into a temporary folder beside the target (``.<name>.<random>.tmp``); only when all
+  of them are complete is that folder swapped in, replacing the folder of the previous run as a
+  whole. An error part-way (a bad value found late, a full disk, Ctrl-C) leaves the previous
+  run's folder exactly as it was and nothing of the new run. Each run folder holds
+  ``manifest.json`` (command, file names, sizes and SHA-256), which is also how sieve knows a
+  folder is one of its own: it replaces an empty folder or an earlier run's folder, and refuses
+  a folder holding files it did not write (your notes are never deleted).
+* :func:`atomic_write` (with :func:`write_bytes` / :func:`write_text` / :func:`write_json`)
+  replaces one file: written
+  to a temporary file in the same folder, renamed into place when complete.
+
+Files are created with mode ``0666 & ~umask`` and folders with ``0777 & ~umask``, as any other
+program's files (``tempfile`` would make them private). Every filesystem failure becomes one
+:class:`~sieve.errors.OutputError` line naming the path and the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "write_json", "write_text"]
+from sieve.errors import ConfigError, OutputError
+
+__all__ = [
+    "MANIFEST",
+    "MANIFEST_FORMAT",
+    "RunFolder",
+    "atomic_write",
+    "check_out_dir",
+    "open_run",
+    "write_bytes",
+    "write_json",
+    "write_run",
+    "write_text",
+]
+
+#: Name of the manifest every run folder holds.
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "sieve-run"
+MANIFEST_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------
+# Permissions
+# --------------------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux >= 4.7)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # pragma: no cover - other systems
+    os.umask(old)
+    return old
+
+
+def _file_mode() -> int:
+    return 0o666 & ~_umask()
+
+
+def _fail(path: Path | str, exc: OSError, doing: str = "cannot write") -> OutputError:
+    reason = exc.strerror or type(exc).__name__
+    return OutputError(f"output {str(path)!r}: {doing} ({reason})")
+
+
+# --------------------------------------------------------------------------------------------
+# One file
+# --------------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file next to ``path``; rename it to ``path`` on success only."""
+    """Open a temporary file next to ``path``; rename it to ``path`` on success only.
+
+    The file gets mode ``0666 & ~umask``. Filesystem errors become :class:`OutputError`.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if not str(path).strip():
+        raise ConfigError("output file: empty path")
+    if path.is_dir():
+        raise OutputError(f"output {str(path)!r}: is a folder, expected a file name")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise _fail(path, exc) from None
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
+        os.chmod(tmp, _file_mode())  # O_CREAT already applied the umask; be explicit
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _fail(path, exc) from None
         raise
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    with atomic_write(path) as fh:
-        fh.write(text)
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Replace the single file ``path`` with ``data``, atomically (a run's several files go
+    through :func:`write_run` instead)."""
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
     return Path(path)
 
 
+def write_text(path: str | Path, text: str) -> Path:
+    """Replace ``path`` with ``text`` (UTF-8), atomically."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
+    """Replace ``path`` with ``obj`` as indented, key-sorted JSON, atomically."""
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
 
 
@@ -62,16 +151,223 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def write_files(out_dir: str | Path, files: dict[str, bytes]) -> list[Path]:
-    """Write already-rendered files (name -> bytes) into ``out_dir``, each atomically.
+# --------------------------------------------------------------------------------------------
+# Run folders
+# --------------------------------------------------------------------------------------------
 
-    Callers render everything first (tables, figures) and write last, so an error while
-    computing leaves no file behind.
+
+def _as_path(out_dir: Any, flag: str) -> Path:
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise ConfigError(f"{flag}: expected a folder path, got {out_dir!r}")
+    text = os.fspath(out_dir)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{flag}: empty folder name (give a folder, e.g. {flag} results)")
+    if "\0" in text:
+        raise ConfigError(f"{flag}: {text!r} is not a valid path (NUL character)")
+    return Path(os.path.realpath(text))  # a symlinked folder is replaced where it really is
+
+
+def _previous_run_files(p: Path) -> set[str] | None:
+    """Names listed in the manifest of an earlier run in ``p``, or None if it is not one."""
+    try:
+        m = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(m, dict) or m.get("format") != MANIFEST_FORMAT:
+        return None
+    files = m.get("files")
+    if not isinstance(files, dict) or not all(isinstance(k, str) for k in files):
+        return None
+    return set(files) | {MANIFEST}
+
+
+def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
+    """Check, before a run computes anything, that its results can go to ``out_dir``.
+
+    Accepted: a folder that does not exist yet (its missing parents are created when the run is
+    written), an empty folder, or the folder of an earlier sieve run (it has a
+    ``manifest.json`` listing every file in it); the folder it would be created in must be
+    writable.
+
+    Returns:
+        The absolute path.
+
+    Raises:
+        ConfigError: empty or invalid path, or the current folder (or one above it).
+        OutputError: the path is a file, a folder holding files sieve did not write, or a
+            place that cannot be written.
     """
-    out = Path(out_dir)
-    written = []
-    for name, data in files.items():
-        with atomic_write(out / name, "wb") as fh:
-            fh.write(data)
-        written.append(out / name)
-    return written
+    p = _as_path(out_dir, flag)
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if p == cwd or p in cwd.parents:
+        raise ConfigError(f"{flag} {os.fspath(out_dir)!r}: is the current folder or one above "
+                          f"it; give a new or empty folder for the results")
+    try:
+        if p.exists():
+            if not p.is_dir():
+                raise OutputError(f"{flag} {str(p)!r}: exists and is not a folder")
+            entries = sorted(os.listdir(p))
+            if entries:
+                known = _previous_run_files(p)
+                foreign = [e for e in entries if known is None or e not in known]
+                if foreign:
+                    shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+                    raise OutputError(
+                        f"{flag} {str(p)!r}: holds files sieve did not write ({shown}); "
+                        f"give a new or empty folder, or the folder of an earlier run")
+        anc = p.parent
+        while not anc.exists():
+            anc = anc.parent
+        if not anc.is_dir():
+            raise OutputError(f"{flag} {str(p)!r}: {str(anc)!r} is not a folder")
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise OutputError(f"{flag} {str(p)!r}: cannot write in {str(anc)!r} "
+                              f"(permission denied)")
+    except OSError as exc:
+        raise OutputError(f"{flag} {str(p)!r}: cannot use ({exc.strerror or exc})") from None
+    return p
+
+
+def _check_name(name: Any) -> str:
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name
+            or "\\" in name or "\0" in name or name.startswith(".") or name == MANIFEST):
+        raise ConfigError(f"run folder: {name!r} is not a plain file name (no folders, no "
+                          f"leading dot, not {MANIFEST})")
+    return name
+
+
+class RunFolder:
+    """A run folder being written; see :func:`open_run`. Files go to a hidden temporary folder
+    beside the target until :meth:`commit`."""
+
+    def __init__(self, target: Path, command: str, flag: str):
+        self.target, self.command, self.flag = target, command, flag
+        self._files: dict[str, dict[str, Any]] = {}
+        self._created: list[Path] = []
+        self._tmp: Path | None = None
+        self.paths: list[Path] = []  # set by commit()
+        anc = target.parent
+        missing = []
+        while not anc.exists():
+            missing.append(anc)
+            anc = anc.parent
+        try:
+            for d in reversed(missing):
+                os.mkdir(d, 0o777)
+                self._created.append(d)
+            for _ in range(100):
+                tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+                try:
+                    os.mkdir(tmp, 0o777)  # the umask applies, unlike tempfile.mkdtemp's 0700
+                except FileExistsError:
+                    continue
+                self._tmp = tmp
+                break
+            else:  # pragma: no cover
+                raise FileExistsError(17, "no free temporary name")
+        except OSError as exc:
+            self._cleanup()
+            raise _fail(target, exc) from None
+
+    def write(self, name: str, data: bytes | str) -> Path:
+        """Add one file (bytes, or str written as UTF-8) to the run."""
+        name = _check_name(name)
+        if self._tmp is None:
+            raise ConfigError("run folder: already committed or discarded")
+        if name in self._files:
+            raise ConfigError(f"run folder: {name!r} written twice")
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path = self._tmp / name
+        try:
+            with open(path, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _fail(self.target / name, exc) from None
+        self._files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        return self.target / name
+
+    def commit(self) -> list[Path]:
+        """Write the manifest and swap the folder in; returns the paths (manifest last)."""
+        if self._tmp is None:
+            raise ConfigError("run folder: already committed or discarded")
+        manifest = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
+                    "command": self.command, "files": dict(sorted(self._files.items()))}
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        try:
+            with open(self._tmp / MANIFEST, "xb") as fh:
+                fh.write(text.encode())
+                fh.flush()
+                os.fsync(fh.fileno())
+            check_out_dir(self.target, flag=self.flag)  # still ours to replace?
+            self._swap()
+        except OSError as exc:
+            raise _fail(self.target, exc) from None
+        self._tmp = None
+        self._created = []
+        self.paths = [self.target / n for n in self._files] + [self.target / MANIFEST]
+        return self.paths
+
+    def _swap(self) -> None:
+        tmp, target = self._tmp, self.target
+        if not target.exists():
+            os.rename(tmp, target)
+            return
+        old = target.parent / f".{target.name}.{secrets.token_hex(4)}.old"
+        os.rename(target, old)
+        try:
+            os.rename(tmp, target)
+        except BaseException:
+            os.rename(old, target)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+
+    def discard(self) -> None:
+        """Drop everything written so far; the target is left as it was."""
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        for d in reversed(self._created):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)  # only if still empty
+        self._created = []
+
+
+@contextlib.contextmanager
+def open_run(out_dir: str | os.PathLike, command: str, *, flag: str = "--out"
+             ) -> Iterator[RunFolder]:
+    """Write a run folder file by file; all files appear together when the block ends.
+
+    ``with open_run("out", "sweep") as run: run.write("a.csv", text)``. If the block raises
+    (Ctrl-C included), nothing is written and an earlier run's folder stays as it was.
+
+    Raises:
+        ConfigError, OutputError: see :func:`check_out_dir`; OutputError for any filesystem
+            failure while writing.
+    """
+    target = check_out_dir(out_dir, flag=flag)
+    run = RunFolder(target, command, flag)
+    try:
+        yield run
+        run.commit()
+    except BaseException:
+        run.discard()
+        raise
+
+
+def write_run(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *, command: str,
+              flag: str = "--out") -> list[Path]:
+    """Write already-rendered files (name -> bytes or text) as one run folder, all or nothing.
+
+    Returns:
+        The paths written, in the order given, then ``manifest.json``.
+    """
+    with open_run(out_dir, command, flag=flag) as run:
+        for name, data in files.items():
+            run.write(name, data)
+    return run.paths

@@ -22,7 +22,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "dram": frozenset({"base", "_dram"}),
     "model": frozenset({"base"}),
     "workload": frozenset({"base", "model"}),
-    "hw": frozenset({"base", "dram"}),
+    "hw": frozenset({"base", "dram", "model"}),
     "pim": frozenset({"base", "dram", "model", "hw"}),
     "sched": frozenset({"base", "dram", "model", "workload", "hw", "pim"}),
     "system": frozenset({"base", "dram", "model", "workload", "hw", "pim", "sched"}),
@@ -67,7 +67,7 @@ def _modules(root: Path) -> dict[str, Path]:
     mods = {}
     for p in sorted(root.rglob("*.py")):
         mods[module_name(p, root)] = p
-    for p in sorted(root.glob("*.pyx")):  # the compiled core counts as a module
+    for p in sorted(root.rglob("*.pyx")):  # compiled modules count too
         mods[module_name(p, root)] = p
     return mods
 

@@ -138,6 +138,7 @@ def test_cli_writes_csv_config_and_figures(tmp_path, capsys):
         "fig3_act_ratio.png",
         "fig5_token_bins.pdf",
         "fig5_token_bins.png",
+        "manifest.json",
     ]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg == {

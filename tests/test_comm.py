@@ -1,4 +1,7 @@
-"""sieve.hw.comm: link-bandwidth bounds, monotonicity, tiers, exact routing, errors, fit."""
+"""sieve.hw.comm: link-bandwidth bounds, monotonicity, tiers, exact routing, errors, fit.
+
+Times are nanoseconds (GB/s = bytes/ns, alpha_us x 1e3). Every model call takes a resolved
+SystemConfig (``SYS[name]``)."""
 
 from __future__ import annotations
 
@@ -10,16 +13,16 @@ from hypothesis import strategies as st
 from sieve.calibration import costmodels as calibrate
 from sieve.errors import ConfigError
 from sieve.hw import comm
-from sieve.hw.presets import get_system
+from sieve.hw.system import get_system
 
 SYSTEMS = ["4xb200", "8xb200", "16xb200", "8xh200", "8xh100"]
+SYS = {name: get_system(name) for name in [*SYSTEMS, "1xb200"]}
 sizes = st.integers(min_value=0, max_value=2**31)
 
 
 def _bounds(system: str, intra_bytes: float, inter_bytes: float) -> float:
-    s = get_system(system)
-    return max(intra_bytes / s.intra_link.bw_bytes_per_s,
-               inter_bytes / s.inter_link.bw_bytes_per_s)
+    s = SYS[system]
+    return max(intra_bytes / s.intra_link.bw_gbs, inter_bytes / s.inter_link.bw_gbs)
 
 
 # ---- bounds -----------------------------------------------------------------------------------
@@ -31,9 +34,9 @@ def test_collectives_never_beat_bytes_over_link_bandwidth(size, system):
     n, g = s.n_gpus, s.gpus_per_node
     bus = size * (n - 1) / n
     inter = bus / g if n > g else 0.0
-    assert comm.all_gather_time_s(size, system) >= _bounds(system, bus, inter)
-    assert comm.all_reduce_time_s(size, system) >= _bounds(system, 2 * bus, 2 * inter)
-    assert comm.all_to_all_time_s(size, system) >= _bounds(
+    assert comm.all_gather_time_ns(size, SYS[system]) >= _bounds(system, bus, inter)
+    assert comm.all_reduce_time_ns(size, SYS[system]) >= _bounds(system, 2 * bus, 2 * inter)
+    assert comm.all_to_all_time_ns(size, SYS[system]) >= _bounds(
         system, size * (g - 1) / n, size * (n - g) / n)
 
 
@@ -43,9 +46,9 @@ def test_collectives_never_beat_bytes_over_link_bandwidth(size, system):
 def test_ep_dispatch_and_combine_never_beat_the_links(tokens, topk, hidden, system):
     s = get_system(system)
     n, g = s.n_gpus, s.gpus_per_node
-    for fn, payload in ((comm.ep_dispatch_time_s, "fp8"), (comm.ep_combine_time_s, "bf16")):
+    for fn, payload in ((comm.ep_dispatch_time_ns, "fp8"), (comm.ep_combine_time_ns, "bf16")):
         copies_bytes = tokens * topk * comm.payload_bytes(payload, hidden)
-        t = fn(tokens, hidden, topk, system)
+        t = fn(tokens, hidden, topk, SYS[system])
         assert t >= _bounds(system, copies_bytes * (g - 1) / n, copies_bytes * (n - g) / n)
 
 
@@ -54,16 +57,16 @@ def test_ep_dispatch_and_combine_never_beat_the_links(tokens, topk, hidden, syst
 @settings(max_examples=60, deadline=None)
 @given(size=sizes, more=sizes, system=st.sampled_from(SYSTEMS))
 def test_collective_time_is_monotone_in_size(size, more, system):
-    for fn in (comm.all_gather_time_s, comm.all_reduce_time_s, comm.all_to_all_time_s):
-        assert fn(size + more, system) >= fn(size, system)
+    for fn in (comm.all_gather_time_ns, comm.all_reduce_time_ns, comm.all_to_all_time_ns):
+        assert fn(size + more, SYS[system]) >= fn(size, SYS[system])
 
 
 @settings(max_examples=60, deadline=None)
 @given(tokens=st.integers(0, 4096), more=st.integers(0, 4096), topk=st.integers(1, 10),
        system=st.sampled_from(SYSTEMS))
 def test_ep_time_is_monotone_in_tokens(tokens, more, topk, system):
-    for fn in (comm.ep_dispatch_time_s, comm.ep_combine_time_s):
-        assert fn(tokens + more, 7168, topk, system) >= fn(tokens, 7168, topk, system)
+    for fn in (comm.ep_dispatch_time_ns, comm.ep_combine_time_ns):
+        assert fn(tokens + more, 7168, topk, SYS[system]) >= fn(tokens, 7168, topk, SYS[system])
 
 
 @settings(max_examples=40, deadline=None)
@@ -75,41 +78,41 @@ def test_exact_exchange_is_monotone_in_every_entry(m, i, add, system):
     more = c.copy()
     more.flat[i % more.size] += add
     for op in ("dispatch", "combine"):
-        assert comm.ep_exchange_time_s(more, 7168, system, op=op) >= comm.ep_exchange_time_s(
-            c, 7168, system, op=op)
+        assert comm.ep_exchange_time_ns(more, 7168, SYS[system], op=op) >= comm.ep_exchange_time_ns(
+            c, 7168, SYS[system], op=op)
 
 
 # ---- structure --------------------------------------------------------------------------------
 
 def test_single_gpu_and_empty_transfers_cost_nothing():
-    assert comm.all_gather_time_s(1 << 20, "1xb200") == 0.0
-    assert comm.ep_dispatch_time_s(128, 7168, 8, "1xb200") == 0.0
-    assert comm.all_to_all_time_s(0, "8xb200") == 0.0
-    assert comm.ep_exchange_time_s(np.diag([100] * 8), 7168, "8xb200") == 0.0  # all local
+    assert comm.all_gather_time_ns(1 << 20, SYS["1xb200"]) == 0.0
+    assert comm.ep_dispatch_time_ns(128, 7168, 8, SYS["1xb200"]) == 0.0
+    assert comm.all_to_all_time_ns(0, SYS["8xb200"]) == 0.0
+    assert comm.ep_exchange_time_ns(np.diag([100] * 8), 7168, SYS["8xb200"]) == 0.0  # all local
 
 
 def test_spanning_nodes_takes_the_slower_tier():
     cal = comm.get_comm_calibration("b200").all_to_all
     s = get_system("16xb200")
     size = 1 << 30
-    intra = cal.alpha_us * 1e-6 + size * 7 / 16 / (cal.eta * 900e9)
-    inter = (cal.alpha_us + 0.13) * 1e-6 + size * 8 / 16 / (cal.eta * 50e9)
-    assert comm.all_to_all_time_s(size, s) == pytest.approx(max(intra, inter))
+    intra = cal.alpha_us * 1e3 + size * 7 / 16 / (cal.eta * 900)  # ns; 900 GB/s = 900 B/ns
+    inter = (cal.alpha_us + 0.13) * 1e3 + size * 8 / 16 / (cal.eta * 50)
+    assert comm.all_to_all_time_ns(size, s) == pytest.approx(max(intra, inter))
     assert inter > intra  # IB is the bottleneck for a uniform all-to-all over two nodes
     # a faster inter-node link moves the bottleneck back to NVLink
     fast = s.override({"inter_link.bw_gbs": 1e5})
-    assert comm.all_to_all_time_s(size, fast) == pytest.approx(
-        max(intra, (cal.alpha_us + 0.13) * 1e-6 + size * 8 / 16 / (cal.eta * 1e14)))
+    assert comm.all_to_all_time_ns(size, fast) == pytest.approx(
+        max(intra, (cal.alpha_us + 0.13) * 1e3 + size * 8 / 16 / (cal.eta * 1e5)))
 
 
 def test_exact_exchange_with_uniform_counts_equals_the_uniform_model():
     for system in ("8xb200", "16xb200"):
         n = get_system(system).n_gpus
         c = np.full((n, n), 128 * 8 / n)
-        assert comm.ep_exchange_time_s(c, 7168, system) == pytest.approx(
-            comm.ep_dispatch_time_s(128, 7168, 8, system))
-        assert comm.ep_exchange_time_s(c, 7168, system, op="combine") == pytest.approx(
-            comm.ep_combine_time_s(128, 7168, 8, system))
+        assert comm.ep_exchange_time_ns(c, 7168, SYS[system]) == pytest.approx(
+            comm.ep_dispatch_time_ns(128, 7168, 8, SYS[system]))
+        assert comm.ep_exchange_time_ns(c, 7168, SYS[system], op="combine") == pytest.approx(
+            comm.ep_combine_time_ns(128, 7168, 8, SYS[system]))
 
 
 def test_exact_exchange_is_set_by_the_busiest_receiver():
@@ -117,17 +120,17 @@ def test_exact_exchange_is_set_by_the_busiest_receiver():
     c[1:, 0] = 1000  # every GPU sends to GPU 0: GPU 0 receives 7x what any one sends
     one = np.zeros((8, 8))
     one[1, 0] = 1000
-    t_hot, t_one = (comm.ep_exchange_time_s(x, 7168, "8xb200") for x in (c, one))
-    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e-6
+    t_hot, t_one = (comm.ep_exchange_time_ns(x, 7168, SYS["8xb200"]) for x in (c, one))
+    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e3  # ns
     assert (t_hot - alpha) == pytest.approx(7 * (t_one - alpha))
 
 
 def test_dedup_sends_fewer_copies_than_per_expert():
-    full = comm.ep_dispatch_time_s(256, 7168, 8, "8xb200")
-    dedup = comm.ep_dispatch_time_s(256, 7168, 8, "8xb200", n_experts=256, dedup=True)
+    full = comm.ep_dispatch_time_ns(256, 7168, 8, SYS["8xb200"])
+    dedup = comm.ep_dispatch_time_ns(256, 7168, 8, SYS["8xb200"], n_experts=256, dedup=True)
     assert dedup < full
     # top-8 of 256 experts over 8 GPUs touches 8 (1 - C(224,8)/C(256,8)) = 5.2947 GPUs on average
-    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e-6
+    alpha = comm.get_comm_calibration("b200").ep_dispatch.alpha_us * 1e3  # ns
     assert (dedup - alpha) / (full - alpha) == pytest.approx(5.2947 / 8, rel=1e-4)
 
 
@@ -139,22 +142,23 @@ def test_payload_bytes_follow_deepep():
 # ---- errors -----------------------------------------------------------------------------------
 
 def test_bad_inputs_name_the_field_and_choices():
+    s8 = SYS["8xb200"]
     with pytest.raises(ConfigError, match=r"all_gather: size_bytes must be finite and >= 0"):
-        comm.all_gather_time_s(-1)
+        comm.all_gather_time_ns(-1, s8)
     with pytest.raises(ConfigError, match=r"EP dispatch: tokens_per_gpu must be a number"):
-        comm.ep_dispatch_time_s("many", 7168, 8)
+        comm.ep_dispatch_time_ns("many", 7168, 8, s8)
     with pytest.raises(ConfigError, match=r"EP payload 'fp4'.*known: bf16, fp8"):
-        comm.ep_dispatch_time_s(1, 7168, 8, payload="fp4")
+        comm.ep_dispatch_time_ns(1, 7168, 8, s8, payload="fp4")
     with pytest.raises(ConfigError, match=r"system 'dgx'.*known:"):
-        comm.all_to_all_time_s(1, "dgx")
+        get_system("dgx")
     with pytest.raises(ConfigError, match=r"n_gpus must be an integer in \[1, 8\]"):
-        comm.all_reduce_time_s(1, "8xb200", n_gpus=9)
+        comm.all_reduce_time_ns(1, s8, n_gpus=9)
     with pytest.raises(ConfigError, match=r"copies must be a square"):
-        comm.ep_exchange_time_s(np.ones((8, 4)), 7168)
+        comm.ep_exchange_time_ns(np.ones((8, 4)), 7168, s8)
     with pytest.raises(ConfigError, match=r"op 'scatter' unknown"):
-        comm.ep_exchange_time_s(np.ones((8, 8)), 7168, op="scatter")
+        comm.ep_exchange_time_ns(np.ones((8, 8)), 7168, s8, op="scatter")
     with pytest.raises(ConfigError, match=r"dedup needs n_experts"):
-        comm.ep_dispatch_time_s(1, 7168, 8, dedup=True)
+        comm.ep_dispatch_time_ns(1, 7168, 8, s8, dedup=True)
     with pytest.raises(ConfigError, match=r"unknown override 'alltoall.eta'.*valid: all_gather"):
         comm.get_comm_calibration("b200").override({"alltoall.eta": 0.5})
     with pytest.raises(ConfigError, match=r"all_to_all.eta must be in \(0, 1\]"):
@@ -174,9 +178,9 @@ def test_stored_comm_calibrations_are_the_least_squares_fits():
 
 
 def test_comm_hold_out_errors_stay_within_the_published_bounds():
-    nccl = [(r.role, (calibrate.predict(r) / r.measured_s - 1) * 100)
+    nccl = [(r.role, (calibrate.predict(r) / r.measured_ns - 1) * 100)
             for r in calibrate.nccl_rows()]
-    deepep = [(r.role, (calibrate.predict(r) / r.measured_s - 1) * 100)
+    deepep = [(r.role, (calibrate.predict(r) / r.measured_ns - 1) * 100)
               for r in calibrate.deepep_rows()]
     n_hold = calibrate.summary(e for role, e in nccl if role == "hold-out")
     d_hold = calibrate.summary(e for role, e in deepep if role == "hold-out")

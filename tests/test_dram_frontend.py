@@ -60,9 +60,55 @@ def test_synthetic_traces_are_seeded():
         synthetic_trace("seq", 0)
 
 
+def test_trace_reader_streams_and_rejects_junk_early(tmp_path):
+    import tracemalloc
+
+    junk = tmp_path / "junk.trace"
+    junk.write_bytes(b"\x00\xff" * (10 << 20))  # 20 MB of binary, no newline
+    peaks = {}
+    tracemalloc.start()
+    try:
+        with pytest.raises(TraceFormatError, match="line 1: longer than 4096 bytes"):
+            load_loadstore_trace(junk)
+        peaks["junk"] = tracemalloc.get_traced_memory()[1]
+        for n in (150_000, 450_000):
+            ok = tmp_path / f"ok{n}.trace"
+            ok.write_bytes(b"".join(b"LD 0x%x\n" % (64 * i) for i in range(n)))
+            tracemalloc.reset_peak()
+            t = load_loadstore_trace(ok)
+            peaks[n] = tracemalloc.get_traced_memory()[1]
+            assert len(t) == n and t.addr[-1] == 64 * (n - 1)
+            del t
+    finally:
+        tracemalloc.stop()
+    assert peaks["junk"] < 4 << 20  # one 1 MiB block at a time, not the 20 MB file
+    # memory grows by ~9 B per request (int64 address + write flag), not a Python object per
+    # line: the block being split is a constant on top
+    assert (peaks[450_000] - peaks[150_000]) / 300_000 < 24
+
+
+def test_trace_numbers_follow_ramulator_not_python(tmp_path):
+    p = tmp_path / "t.trace"
+    p.write_text("LD 010\nST 0X1F\nLD 0xff\n")  # decimal with a leading zero, as std::stoll
+    t = load_loadstore_trace(p)
+    assert t.addr.tolist() == [10, 31, 255] and t.is_write.tolist() == [False, True, False]
+    for bad in ("0x_1", "1_000", "0o17", "0b11", "+64", "\u0661\u0662", "1e3", "0x"):
+        p.write_text(f"LD {bad}\n")
+        with pytest.raises(TraceFormatError, match="line 1"):
+            load_loadstore_trace(p)
+
+
 def test_request_trace_validation():
-    with pytest.raises(ConfigError, match="negative address"):
+    with pytest.raises(ConfigError, match="addr values must be >= 0, got -1"):
         RequestTrace([-1], [False])
+    # floats are refused, never truncated (1.7 would have become address 1)
+    with pytest.raises(ConfigError, match="addr must hold integers, got dtype float64"):
+        RequestTrace([1.7, 64.2], [False, False])
+    with pytest.raises(ConfigError, match="addr must hold integers"):
+        RequestTrace(["64"], [False])
+    with pytest.raises(ConfigError, match="is_write must be booleans"):
+        RequestTrace([0], ["yes"])
+    assert RequestTrace(np.array([64], dtype=np.uint32), [1]).addr.tolist() == [64]
     with pytest.raises(ConfigError, match="non-decreasing"):
         RequestTrace([0, 64], [False, False], arrive_ck=[5, 1])
     with pytest.raises(ConfigError, match="one length"):

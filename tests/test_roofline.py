@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
 
 from sieve.cli import main
+from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
+from sieve.hw.presets import DEFAULT_GPU, get_gpu
 from sieve.model.moe import get_model
 from sieve.report import roofline
 
 MODEL = "qwen3-30b-a3b"
+B200 = get_gpu("b200")  # resolved once; the library takes the object
 
 
 def test_table_rows_and_intensities():
-    rows = roofline.roofline_table(MODEL, 8, seed=1)
+    rows = roofline.roofline_table(MODEL, 8, seed=1, gpu=B200)
     kinds = [r["kind"] for r in rows]
     assert kinds.count("ceiling") == 2
     gpu, pim = (r for r in rows if r["kind"] == "ceiling")
@@ -32,35 +36,50 @@ def test_table_rows_and_intensities():
     att = next(r for r in rows if r["kind"] == "attention")
     assert att["intensity_flop_per_byte"] == pytest.approx(32 / 4, rel=0.01)  # GQA group
     assert [r["layer_type"] for r in rows if r["kind"] == "qkv"] == ["full"]
-    again = roofline.roofline_table(MODEL, 8, seed=1)
+    again = roofline.roofline_table(MODEL, 8, seed=1, gpu=B200)
     assert roofline.table_to_csv(again) == roofline.table_to_csv(rows)  # same seed, same step
-    other = roofline.roofline_table(MODEL, 8, seed=2)
+    other = roofline.roofline_table(MODEL, 8, seed=2, gpu=B200)
     assert [r["expert"] for r in other if r["kind"] == "expert"] != [
         r["expert"] for r in experts]
 
 
 def test_layer_types_mla_gdn_sliding_and_shared_experts():
-    ds = roofline.roofline_table("deepseek-v3", 2, counts=np.zeros((58, 256), dtype=int))
+    ds = roofline.roofline_table("deepseek-v3", 2, gpu=B200,
+                                 counts=np.zeros((58, 256), dtype=int))
     mla = next(r for r in ds if r["kind"] == "attention")
     assert mla["layer_type"] == "mla"
     assert mla["intensity_flop_per_byte"] == pytest.approx(2 * 128 * (576 + 512) / (2 * 576))
     assert any(r["kind"] == "shared_expert" and r["n_tokens"] == 2 for r in ds)
     assert not any(r["kind"] == "expert" for r in ds)
-    q35 = roofline.roofline_table("qwen3.5-397b-a17b", 4, seed=0)
+    q35 = roofline.roofline_table("qwen3.5-397b-a17b", 4, seed=0, gpu=B200)
     types = {r["layer_type"] for r in q35 if r["kind"] == "attention"}
     assert types == {"gdn", "full"}
-    gpt = roofline.roofline_table("gpt-oss-120b", 4, seed=0, context=4096)
+    gpt = roofline.roofline_table("gpt-oss-120b", 4, seed=0, context=4096, gpu=B200)
     full, slid = (next(r for r in gpt if r["name"] == f"attention ({t})")
                   for t in ("full", "sliding"))
     assert slid["bytes"] < full["bytes"] / 10  # sliding window caps the cache at 128 tokens
     with pytest.raises(ConfigError, match="counts must have shape"):
-        roofline.roofline_table(MODEL, 2, counts=np.zeros((3, 3)))
+        roofline.roofline_table(MODEL, 2, gpu=B200, counts=np.zeros((3, 3)))
     with pytest.raises(ConfigError, match="batch"):
-        roofline.roofline_table(MODEL, 0)
+        roofline.roofline_table(MODEL, 0, gpu=B200)
+
+
+def test_takes_resolved_objects_and_an_explicit_spec():
+    # spec=None is the GPU's own stacks; an explicit DramSpec replaces them
+    own = roofline.roofline_table(MODEL, 4, seed=0, gpu=B200)
+    same = roofline.roofline_table(MODEL, 4, seed=0, gpu=B200, spec=B200.dram_spec())
+    assert roofline.table_to_csv(own) == roofline.table_to_csv(same)
+    attacc = roofline.roofline_table(MODEL, 4, seed=0, gpu=B200, spec=get_spec("attacc-hbm3-pim"))
+    pim = next(r for r in attacc if r["name"].startswith("pim:"))
+    assert pim["name"] == "pim:attacc-hbm3-pim"
+    with pytest.raises(ConfigError, match="gpu must be a GpuSpec"):
+        roofline.roofline_table(MODEL, 4, gpu="b200")
+    with pytest.raises(ConfigError, match="spec must be a DramSpec"):
+        roofline.roofline_table(MODEL, 4, gpu=B200, spec="b200-hbm3e-pim")
 
 
 def test_plot_has_the_expected_artists():
-    rows = roofline.roofline_table(MODEL, 16, seed=0)
+    rows = roofline.roofline_table(MODEL, 16, seed=0, gpu=B200)
     fig = roofline.plot_roofline(rows, title="t")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
@@ -85,7 +104,8 @@ def test_cli_writes_all_files(tmp_path, capsys):
     assert main(["roofline", "--model", MODEL, "--batch", "8", "--seed", "3",
                  "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["config.json", "roofline.csv", "roofline.pdf", "roofline.png"]
+    assert names == ["config.json", "manifest.json", "roofline.csv", "roofline.pdf",
+                     "roofline.png"]
     assert (out / "roofline.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "roofline.pdf").read_bytes()[:4] == b"%PDF"
     with open(out / "roofline.csv", newline="") as fh:
@@ -93,11 +113,13 @@ def test_cli_writes_all_files(tmp_path, capsys):
     assert tuple(rows[0]) == roofline.COLUMNS
     assert {r["kind"] for r in rows} == {"ceiling", "attention", "qkv", "expert"}
     assert str(out / "roofline.csv") in capsys.readouterr().out
+    cfg = json.loads((out / "config.json").read_text())  # the CLI's defaults, resolved
+    assert cfg["gpu"] == DEFAULT_GPU and cfg["spec"] == get_gpu(DEFAULT_GPU).memory_spec
 
 
 @pytest.mark.parametrize("args,msg", [
     (["--model", "nope", "--batch", "8"], "model 'nope': unknown"),
-    (["--model", MODEL, "--batch", "0"], "batch must be an integer >= 1"),
+    (["--model", MODEL, "--batch", "0"], "--batch: '0' is not an integer >= 1"),
     (["--model", MODEL, "--batch", "x"], "--batch: 'x' is not an integer"),
     (["--model", MODEL, "--batch", "4", "--spec", "hbm3-6400"], "has no PIM units"),
     (["--model", MODEL, "--batch", "4", "--gpu", "tpu"], "unknown"),
@@ -117,5 +139,5 @@ def test_failure_while_plotting_leaves_no_partial_files(tmp_path, monkeypatch):
     monkeypatch.setattr(roofline, "plot_roofline", boom)
     out = tmp_path / "fig4"
     with pytest.raises(ConfigError):
-        roofline.run_roofline(MODEL, 4, out)
+        roofline.run_roofline(MODEL, 4, out, gpu=B200)
     assert not out.exists()

@@ -184,3 +184,16 @@ def test_stored_mixtral_kappa_is_what_the_fit_returns():
     shared_trace("allenai_olmoe_routing_analysis", "mistral")
     kappa, _ = fit_kappa("mistral")
     assert kappa == pytest.approx(_KAPPA_MIXTRAL, abs=0.005)
+
+
+@pytest.mark.parametrize("model", sorted(k for k, v in FIT_REPORT.items()
+                                         if isinstance(v, dict) and "aggregate" in v))
+def test_stored_aggregate_skew_is_in_the_models_own_shape(model):
+    """The fit report's long-run aggregate (max/mean, Hn) of each fitted model is computed with
+    that model's experts and top-k (it once used Mixtral's 8 x top-2 for every model)."""
+    from sieve.calibration.router_fit import aggregate_skew
+
+    m, fit = get_model(model), FIT_REPORT[model]
+    got = aggregate_skew(fit["alpha"], fit["drift_sigma"], m.n_experts, m.top_k,
+                         FIT_REPORT["fiddler"]["n_tokens"])
+    assert got == pytest.approx(tuple(fit["aggregate"]), rel=1e-9)

@@ -127,6 +127,29 @@ def test_spec_files_json_and_toml(tmp_path):
         load_spec(tmp_path / "missing.json")
 
 
+def test_spec_file_base_chains_resolve_beside_the_file(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "lab").mkdir()
+    (tmp_path / "specs" / "base.json").write_text(json.dumps({"base": "hbm3-6400",
+                                                               "nRCDRD": 30}))
+    (tmp_path / "specs" / "lab" / "child.toml").write_text(
+        'base = "../base.json"\nnRP = 20\n"pim" = false\n'.replace('"pim" = false\n', ""))
+    monkeypatch.chdir(tmp_path)  # the working folder has no base.json: the file's folder counts
+    s = get_spec("specs/lab/child.toml")
+    assert s.name == "child" and s.timing.nRCDRD == 30 and s.timing.nRP == 20
+    (tmp_path / "specs" / "loop1.json").write_text(json.dumps({"base": "loop2.json"}))
+    (tmp_path / "specs" / "loop2.json").write_text(json.dumps({"base": "./loop1.json"}))
+    with pytest.raises(ConfigError, match="'base' chain loops back") as exc:
+        get_spec("specs/loop1.json")
+    assert "\n" not in str(exc.value)
+    for i in range(20):  # a chain longer than MAX_BASE_DEPTH
+        (tmp_path / f"c{i}.json").write_text(json.dumps({"base": f"c{i + 1}.json"}))
+    (tmp_path / "c20.json").write_text(json.dumps({"base": "hbm3-6400"}))
+    with pytest.raises(ConfigError, match="'base' chain deeper than 16 files"):
+        get_spec("c0.json")
+    assert get_spec("c10.json").name == "c10"
+
+
 def test_latency_expressions_are_evaluated_safely():
     v = {"nCWL": 10, "nBL": 2, "nWR": 33}
     assert specs.evaluate_latency("nCWL + nBL + nWR", v) == 45

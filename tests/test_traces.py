@@ -309,6 +309,67 @@ def test_count_matrix_errors(tmp_path):
         read_count_matrix(tmp_path / "c.txt", top_k=1)
 
 
+def test_sglang_expert_distribution_file(tmp_path):
+    # SGLang's --init-expert-location / EPLB statistics format: {"logical_count": [layer][expert]}
+    # over every decoder layer, counts written as floats, dense layers all zero (here 0 and 1,
+    # as DeepSeek-V3's first dense layers). Numbers made up for the test.
+    moe = [[6.0, 2.0, 0.0, 4.0], [3.0, 3.0, 3.0, 3.0], [12.0, 0.0, 0.0, 0.0]]
+    p = tmp_path / "decode_in10out10.json"
+    p.write_text(json.dumps({"logical_count": [[0.0] * 4, [0.0] * 4, *moe]}))
+    t = read_count_matrix(p, top_k=2, model="toy-v3")
+    np.testing.assert_array_equal(t.counts, np.array(moe, dtype=np.int64))
+    assert t.counts.dtype == np.int64
+    assert t.meta.layer_ids == (2, 3, 4) and t.n_tokens == 6 and t.meta.n_experts == 4
+    assert t.meta.extra["dropped_zero_layers"] == [0, 1]
+    assert "all-zero layers 0-1 dropped" in t.meta.source
+    # SGLang's buffered dump: one matrix per recorded step, summed
+    p3 = tmp_path / "steps.json"
+    p3.write_text(json.dumps({"logical_count": [[[0, 0], [1, 3]], [[0, 0], [2, 0]]],
+                              "rank": 0}))
+    t3 = read_count_matrix(p3, top_k=1)
+    assert t3.counts.tolist() == [[3, 3]] and t3.meta.layer_ids == (1,)
+    # no dense layer: nothing dropped
+    p4 = tmp_path / "plain.json"
+    p4.write_text(json.dumps({"logical_count": moe}))
+    t4 = read_count_matrix(p4, top_k=2)
+    assert t4.meta.layer_ids == (0, 1, 2) and t4.meta.extra["dropped_zero_layers"] == []
+
+
+@pytest.mark.parametrize("value, msg", [
+    ([[0.0, 0.0], [0.0, 0.0]], "every layer is all zero"),
+    ([[1.5, 2.0]], r"logical_count\[0\]\[0\]': expected a whole count >= 0, got 1.5"),
+    ([[1.0, -2.0]], r"logical_count\[0\]\[1\]'"),
+    ([[1.0, 2.0], [3.0]], "expected nested lists of counts of one shape"),
+    ([1.0, 2.0], "got shape \\(2,\\)"),
+    ("x", "logical_count"),
+    ([[float("nan"), 1.0]], "expected a whole count"),
+])
+def test_sglang_file_errors(tmp_path, value, msg):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"logical_count": value}))
+    with pytest.raises(TraceFormatError, match=msg):
+        read_count_matrix(p, top_k=2)
+
+
+def test_count_files_are_never_unpickled(tmp_path):
+    p = tmp_path / "expert_distribution_recorder.pt"
+    p.write_bytes(b"\x80\x04pickle")
+    with pytest.raises(TraceFormatError, match="pickles, which sieve never loads"):
+        read_count_matrix(p, top_k=8)
+    q = tmp_path / "obj.npz"
+    np.savez(q, counts=np.array([[1, 2]], dtype=object))
+    with pytest.raises(TraceFormatError, match="holds Python objects"):
+        read_count_matrix(q, top_k=1)
+    r = tmp_path / "one.npz"
+    np.save(tmp_path / "one.npy", np.ones(2))
+    (tmp_path / "one.npy").rename(r)
+    with pytest.raises(TraceFormatError, match="a single .npy array"):
+        read_count_matrix(r, top_k=1)
+    (tmp_path / "latin.json").write_bytes('{"counts": [[1]], "x": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(TraceFormatError, match="not UTF-8 text"):
+        read_count_matrix(tmp_path / "latin.json", top_k=1)
+
+
 def _allenai(counts, k=2, n=None, E=4):
     return {
         "model": "toy",

@@ -2,10 +2,18 @@
 
 Owns: loading the measured rows (``sieve/calibration/data/*.csv``, transcribed from
 shared/reference/ hardware.md §3.2, §3.3, §4.1, §4.2 and checked against it by the tests), the
-train/hold-out split, the least-squares fits that produce :data:`sieve.hw.gpu.CALIBRATIONS` ["b200"]
-and :data:`sieve.hw.comm.COMM_CALIBRATIONS`, and per-row validation records. It never changes a
-calibration in place: fits return new objects; ``benchmarks/validate_costmodels.py`` prints them and
-the tables for docs/validation.md.
+train/hold-out split, the least-squares fits that produce the GPU calibration of
+:data:`MEASURED_GPU` in :data:`sieve.hw.calibrations.CALIBRATIONS` and
+:data:`sieve.hw.calibrations.COMM_CALIBRATIONS`, and per-row validation records. It never changes
+a calibration in place: fits return new objects; ``benchmarks/validate_costmodels.py`` prints
+them and the tables for docs/validation.md.
+
+Time unit: nanoseconds, as everywhere in the simulator. Measured rows are read in µs (the
+tables' unit) and converted once when they are loaded (:attr:`Row.measured_ns`);
+:func:`predict` returns ns; :func:`validation_records` converts back to µs for the docs tables.
+The fits minimise log(model / measured), which does not depend on the unit; the fitted fixed
+costs are optimised in µs for conditioning and stored in seconds (the calibration fields
+``t0_*_s``), converted in :func:`_gcal_from`.
 
 Split rule (documented in docs/validation.md): within each family (dense GEMM: one dtype;
 MoE: one kernel + dtype; NCCL: one GPU + collective; DeepEP: one GPU + op), rows sorted by
@@ -26,10 +34,12 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from sieve.hw import comm, gpu
-from sieve.hw.presets import get_dtype, make_system
+from sieve.hw.presets import GpuSpec, get_dtype, get_gpu
+from sieve.hw.system import make_system
 
 __all__ = [
     "L2_SAFE_WEIGHT_BYTES",
+    "MEASURED_GPU",
     "OVERLAP_P_GRID",
     "Row",
     "deepep_rows",
@@ -44,6 +54,10 @@ __all__ = [
     "summary",
 ]
 
+#: The GPU the dense GEMM and MoE tables (hardware.md §3.2, §3.3; ``data/b200_*.csv``) were
+#: measured on: the GPU fit is this GPU's calibration. (The NCCL and DeepEP tables name their
+#: GPU per row.)
+MEASURED_GPU = "b200"
 #: Weights below this may stay in the 126.5 MB L2 across the collector's 5 rotating copies
 #: (hardware.md §3.2: "rotates up to 5 weight copies, >= L2 size when weights >= ~25 MB").
 L2_SAFE_WEIGHT_BYTES = 25e6
@@ -58,7 +72,7 @@ OVERLAP_P_GRID = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, math.inf)
 class Row:
     family: str  # e.g. "dense bf16", "moe flashinfer-trtllm-gen bf16", "nccl b200 all_gather"
     label: str  # human-readable shape / size
-    measured_s: float
+    measured_ns: float
     role: str  # "train", "hold-out", "hold-out (L2 ⚠)", "hold-out (other kernel)"
     params: dict  # inputs for predict()
 
@@ -92,7 +106,7 @@ def gemm_rows() -> list[Row]:
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
         wbytes = n * k * get_dtype(r["dtype"]).weight_bytes
         role = "train" if wbytes >= L2_SAFE_WEIGHT_BYTES else "hold-out (L2 ⚠)"
-        rows.append(Row(f"dense {r['dtype']}", f"M={m} N={n} K={k}", float(r["t_us"]) * 1e-6,
+        rows.append(Row(f"dense {r['dtype']}", f"M={m} N={n} K={k}", _ns(r["t_us"]),
                         role, {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": r["dtype"]}))
     return _split(rows)
 
@@ -120,7 +134,7 @@ def moe_rows() -> list[Row]:
                              ("hidden", "inter", "experts", "topk", "ep", "tokens"))
         role = "train" if (r["kernel"], r["dtype"]) in REFERENCE_MOE else "hold-out (other kernel)"
         rows.append(Row(f"moe {r['kernel']} {r['dtype']}",
-                        f"H={h} I={i} E={e} k={k} EP={ep} T={t}", float(r["t_us"]) * 1e-6, role,
+                        f"H={h} I={i} E={e} k={k} EP={ep} T={t}", _ns(r["t_us"]), role,
                         {"kind": "moe", "counts": moe_token_counts(e, k, ep, t), "hidden": h,
                          "inter": i, "dtype": r["dtype"]}))
     return _split(rows)
@@ -131,7 +145,7 @@ def nccl_rows() -> list[Row]:
     data = sorted(load_rows("nccl_measured"),
                   key=lambda r: (r["gpu"], r["collective"], int(r["size_bytes"])))
     return _split([Row(f"nccl {r['gpu']} {r['collective']}", _size_label(int(r["size_bytes"])),
-                       float(r["t_us"]) * 1e-6, "train",
+                       _ns(r["t_us"]), "train",
                        {"kind": r["collective"], "gpu": r["gpu"], "n": int(r["n_gpus"]),
                         "size": int(r["size_bytes"])}) for r in data])
 
@@ -141,35 +155,46 @@ def deepep_rows() -> list[Row]:
     data = sorted(load_rows("deepep_measured"),
                   key=lambda r: (r["gpu"], r["op"], int(r["tokens"])))
     return _split([Row(f"deepep {r['gpu']} {r['op']}", f"{r['tokens']} tok/rank",
-                       float(r["t_us"]) * 1e-6, "train",
+                       _ns(r["t_us"]), "train",
                        {"kind": f"ep_{r['op']}", "gpu": r["gpu"], "n": int(r["ep"]),
                         "tokens": int(r["tokens"]), "hidden": int(r["hidden"]),
                         "topk": int(r["topk"])}) for r in data])
+
+
+def _ns(t_us: str) -> float:
+    """A measured time from the tables (µs) in ns."""
+    return float(t_us) * 1e3
 
 
 def _size_label(b: int) -> str:
     return f"{b >> 20} MB" if b >= 1 << 20 else f"{b >> 10} KB"
 
 
+def measured_gpu() -> GpuSpec:
+    """The :class:`GpuSpec` of :data:`MEASURED_GPU`."""
+    return get_gpu(MEASURED_GPU)
+
+
 def predict(row: Row, gcal: gpu.GpuCalibration | None = None,
             ccal: comm.CommCalibration | None = None) -> float:
-    """Model time (s) of a measured row under the given (default: stored) calibrations."""
+    """Model time (ns) of a measured row under the given (default: stored) calibrations."""
     p = row.params
-    if p["kind"] == "gemm":
-        return gpu.gemm_time_s(p["m"], p["n"], p["k"], p["dtype"], gpu="b200",
-                               calib=gcal or "b200")
-    if p["kind"] == "moe":
-        return gpu.moe_layer_time_s(p["counts"], p["hidden"], p["inter"], p["dtype"],
-                                    gpu="b200", calib=gcal or "b200")
+    if p["kind"] in ("gemm", "moe"):
+        g = measured_gpu()
+        cal = gcal or gpu.get_calibration(g)
+        if p["kind"] == "gemm":
+            return gpu.gemm_time_ns(p["m"], p["n"], p["k"], p["dtype"], gpu=g, calib=cal)
+        return gpu.moe_layer_time_ns(p["counts"], p["hidden"], p["inter"], p["dtype"], gpu=g,
+                                     calib=cal)
     system = make_system(p["gpu"], p["n"])
-    cal = ccal or comm.get_comm_calibration(p["gpu"])
+    cal = ccal or system.comm_calibration
     if p["kind"] == "all_gather":
-        return comm.all_gather_time_s(p["size"], system, calib=cal)
+        return comm.all_gather_time_ns(p["size"], system, calib=cal)
     if p["kind"] == "all_reduce":
-        return comm.all_reduce_time_s(p["size"], system, calib=cal)
+        return comm.all_reduce_time_ns(p["size"], system, calib=cal)
     if p["kind"] == "all_to_all":
-        return comm.all_to_all_time_s(p["size"], system, calib=cal)
-    fn = comm.ep_dispatch_time_s if p["kind"] == "ep_dispatch" else comm.ep_combine_time_s
+        return comm.all_to_all_time_ns(p["size"], system, calib=cal)
+    fn = comm.ep_dispatch_time_ns if p["kind"] == "ep_dispatch" else comm.ep_combine_time_ns
     return fn(p["tokens"], p["hidden"], p["topk"], system, calib=cal)
 
 
@@ -179,7 +204,7 @@ def predict(row: Row, gcal: gpu.GpuCalibration | None = None,
 
 _GPU_KEYS = ("eta_bw", "eta_c_bf16", "eta_c_fp8", "eta_c_fp4", "t0_gemm_bf16_s",
              "t0_gemm_fp8_s", "t0_gemm_fp4_s", "t0_moe_bf16_s", "t0_moe_fp8_s", "t0_moe_fp4_s")
-_US = 1e-6  # t0 parameters are fitted in microseconds for conditioning
+_US = 1e-6  # t0 parameters are fitted in microseconds for conditioning, stored in s
 
 
 def _gcal_from(x: np.ndarray, p: float, base: gpu.GpuCalibration) -> gpu.GpuCalibration:
@@ -197,8 +222,8 @@ def fit_gpu(rows: list[Row] | None = None, p_grid=OVERLAP_P_GRID) -> dict:
     """
     rows = rows if rows is not None else gemm_rows() + moe_rows()
     train = [r for r in rows if r.role == "train"]
-    meas = np.log([r.measured_s for r in train])
-    base = gpu.get_calibration("b200")
+    meas = np.log([r.measured_ns for r in train])
+    base = gpu.get_calibration(measured_gpu())
     x0 = np.array([0.75, 0.75, 0.65, 0.5, 3.0, 8.0, 12.0, 8.0, 20.0, 30.0])
     lo = np.array([0.05] * 4 + [0.0] * 6)
     hi = np.array([1.0] * 4 + [200.0] * 6)
@@ -233,7 +258,7 @@ def fit_comm(rows: list[Row] | None = None) -> dict:
             groups.setdefault((r.params["gpu"], r.params["kind"]), []).append(r)
     out: dict[str, dict] = {}
     for (g, kind), rs in sorted(groups.items()):
-        meas = np.log([r.measured_s for r in rs])
+        meas = np.log([r.measured_ns for r in rs])
         template = comm.get_comm_calibration(g)
 
         def resid(x, kind=kind, template=template, rs=rs, meas=meas):
@@ -264,6 +289,7 @@ def validation_records(which: str) -> list[dict]:
     """
     from sieve.hw import estimates
 
+    g = measured_gpu()
     if which not in ("gpu", "comm"):
         raise ValueError(f"validation_records: which must be 'gpu' or 'comm', not {which!r}")
     rows = gemm_rows() + moe_rows() if which == "gpu" else nccl_rows() + deepep_rows()
@@ -271,21 +297,22 @@ def validation_records(which: str) -> list[dict]:
     for r in rows:
         model = predict(r)
         rec = {"family": r.family, "label": r.label, "role": r.role,
-               "measured_us": r.measured_s * 1e6, "model_us": model * 1e6,
-               "error_pct": (model / r.measured_s - 1) * 100}
+               "measured_us": r.measured_ns / 1e3, "model_us": model / 1e3,
+               "error_pct": (model / r.measured_ns - 1) * 100}
         p = r.params
         if p["kind"] == "gemm":
             d = get_dtype(p["dtype"])
             nbytes = p["n"] * p["k"] * d.weight_bytes + p["m"] * p["k"] * d.act_bytes \
                 + 2 * p["m"] * p["n"]
-            est = max(estimates.t_offchip_s(nbytes),
-                      estimates.t_comp_s(2 * p["m"] * p["n"] * p["k"], p["dtype"]))
+            est = max(estimates.t_offchip_ns(nbytes, gpu=g),
+                      estimates.t_comp_ns(2 * p["m"] * p["n"] * p["k"], p["dtype"], gpu=g))
         elif p["kind"] == "moe":
-            est = estimates.t_gpu_experts_s(p["counts"], p["hidden"], p["inter"], p["dtype"])
+            est = estimates.t_gpu_experts_ns(p["counts"], p["hidden"], p["inter"], p["dtype"],
+                                             gpu=g)
         else:
             est = None
         if est is not None:
-            rec["estimate_us"] = est * 1e6
-            rec["estimate_error_pct"] = (est / r.measured_s - 1) * 100
+            rec["estimate_us"] = est / 1e3
+            rec["estimate_error_pct"] = (est / r.measured_ns - 1) * 100
         out.append(rec)
     return out

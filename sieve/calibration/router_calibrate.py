@@ -93,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
         if extra:
-            result[model]["aggregate"] = aggregate_skew(alpha, sigma, 8, 2, fid["n_tokens"])
+            # long-run aggregate (max/mean, Hn) of the fitted router in the model's own shape
+            # (experts, top-k), over as many tokens as the Fiddler data has
+            m = get_model(model)
+            result[model]["aggregate"] = aggregate_skew(alpha, sigma, m.n_experts, m.top_k,
+                                                        fid["n_tokens"])
     text = json.dumps(
         result, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)
     )

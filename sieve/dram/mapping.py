@@ -30,6 +30,7 @@ import numpy as np
 
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices
+from sieve.validate import check_int
 
 __all__ = ["MAPPINGS", "AddressMapper", "DecodedAddresses"]
 
@@ -74,7 +75,9 @@ class AddressMapper:
                  channels: int | None = None, request_bytes: int = 64):
         o = spec.org
         self.spec = spec
-        self.channels = o.total_channels if channels is None else int(channels)
+        self.channels = (o.total_channels if channels is None else
+                         check_int("address mapping", "channels", channels, lo=1,
+                                   hi=o.total_channels))
         if isinstance(scheme, str):
             key = {k.lower(): k for k in MAPPINGS}.get(scheme.lower())
             if key is None:
@@ -83,6 +86,7 @@ class AddressMapper:
             self.name, tokens = key, MAPPINGS[key]
         else:
             self.name, tokens = "custom", tuple(scheme)
+        request_bytes = check_int("address mapping", "request_bytes", request_bytes, lo=1)
         if request_bytes < o.access_bytes or request_bytes % o.access_bytes:
             raise ConfigError(f"address mapping: request_bytes ({request_bytes}) must be a "
                               f"multiple of the {o.access_bytes}-byte burst")

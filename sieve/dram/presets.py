@@ -17,8 +17,9 @@ from typing import Any
 
 from sieve.dram.spec import DramOrg, DramSpec, DramTiming, PimConfig, ns_to_ck
 from sieve.errors import ConfigError, choices, lookup
+from sieve.validate import check_mapping, read_text
 
-__all__ = ["DEFAULT_SPEC", "PRESETS", "get_spec", "load_spec"]
+__all__ = ["DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec", "load_spec"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,42 +247,78 @@ DEFAULT_SPEC = "b200-hbm3e-pim"
 
 def get_spec(name_or_spec: str | DramSpec, overrides: Mapping[str, Any] | None = None
              ) -> DramSpec:
-    """Return a preset (or a spec file path ending in .json/.toml), with optional overrides."""
+    """Return a preset (or a spec file path ending in .json/.toml), with optional overrides.
+
+    Raises:
+        ConfigError: unknown preset (lists the known ones), unreadable or invalid spec file, or
+            an unknown or impossible override (names the field and the valid range or names).
+    """
     if isinstance(name_or_spec, DramSpec):
         spec = name_or_spec
-    elif isinstance(name_or_spec, str) and name_or_spec.lower().endswith((".json", ".toml")):
+    elif isinstance(name_or_spec, (str, Path)) and str(name_or_spec).lower().endswith(
+            (".json", ".toml")):
         spec = load_spec(name_or_spec)
     else:
         spec = lookup(PRESETS, name_or_spec, "DRAM spec")
+    if overrides is None:
+        return spec
+    overrides = check_mapping(f"DRAM spec {spec.name!r}", "overrides", overrides)
     return spec.override(overrides) if overrides else spec
 
 
-def load_spec(path: str | Path) -> DramSpec:
+#: Spec files may name another spec file as their ``base``; a chain this long is a mistake.
+MAX_BASE_DEPTH = 16
+
+
+def load_spec(path: str | Path, _chain: tuple[Path, ...] = ()) -> DramSpec:
     """Load a spec from JSON or TOML: ``{"base": "hbm3-6400", "name": ..., "overrides": {...}}``.
 
-    Top-level keys other than ``base`` and ``overrides`` are treated as overrides too.
+    ``base`` is a preset name or another spec file; a relative file name is resolved against
+    the folder of the file that names it (not the working directory). Top-level keys other than
+    ``base`` and ``overrides`` are treated as overrides too; ``name`` defaults to the file's
+    stem. Files must be UTF-8.
+
+    Raises:
+        ConfigError: unreadable, not UTF-8, not valid JSON/TOML, a ``base`` chain that loops or
+            is deeper than :data:`MAX_BASE_DEPTH`, or an invalid value (names the file and the
+            field).
     """
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"DRAM spec file {str(p)!r}: cannot read ({exc.strerror})") from None
+    who = f"DRAM spec file {str(p)!r}"
+    key = p.resolve()
+    if key in _chain:
+        loop = " -> ".join(str(x) for x in (*_chain, key))
+        raise ConfigError(f"{who}: 'base' chain loops back to a file already loading ({loop})")
+    if len(_chain) >= MAX_BASE_DEPTH:
+        raise ConfigError(f"{who}: 'base' chain deeper than {MAX_BASE_DEPTH} files")
+    text = read_text(p, "DRAM spec file")
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"DRAM spec file {str(p)!r}: not valid {p.suffix[1:].upper()}: "
-                          f"{exc}") from None
+        raise ConfigError(f"{who}: not valid {p.suffix[1:].upper()}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{who}: nested too deeply to be a spec file") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"DRAM spec file {str(p)!r}: expected a table/object at top level")
+        raise ConfigError(f"{who}: expected a table/object at top level")
     data = dict(data)
     base = data.pop("base", None)
     if base is None:
-        raise ConfigError(f"DRAM spec file {str(p)!r}: missing 'base' (one of: "
-                          f"{choices(PRESETS)})")
-    overrides = dict(data.pop("overrides", {}) or {})
+        raise ConfigError(f"{who}: missing 'base' (one of: {choices(PRESETS)}, or a spec file)")
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{who}: 'base' must be a preset name ({choices(PRESETS)}) or a "
+                          f"spec file, got {base!r}")
+    overrides = check_mapping(who, "'overrides'", data.pop("overrides", None) or {})
     overrides.update(data)
     overrides.setdefault("name", p.stem)
     try:
-        return get_spec(base, overrides)
+        if base.lower().endswith((".json", ".toml")):
+            bp = Path(base)
+            base_spec = load_spec(bp if bp.is_absolute() else p.parent / bp, (*_chain, key))
+        else:
+            base_spec = lookup(PRESETS, base, "DRAM spec")
+        return base_spec.override(overrides)
     except ConfigError as exc:
-        raise ConfigError(f"DRAM spec file {str(p)!r}: {exc}") from None
+        msg = str(exc)
+        if msg.startswith("DRAM spec file "):
+            raise  # a base file's own error already names that file
+        raise ConfigError(f"{who}: {msg}") from None

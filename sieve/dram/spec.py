@@ -50,6 +50,7 @@ from sieve.dram.constraints import (
     evaluate_latency,
 )
 from sieve.errors import ConfigError, choices
+from sieve.validate import check_bool, check_int, check_mapping, check_name, check_number
 
 __all__ = ["DramOrg", "DramSpec", "DramTiming", "PimConfig", "ns_to_ck"]
 
@@ -401,10 +402,11 @@ class DramSpec:
     def validate(self) -> DramSpec:
         """Reject impossible values; returns self so calls can be chained."""
         who = f"DRAM spec {self.name!r}"
+        check_name("DRAM spec", "name", self.name)
+        if not isinstance(self.description, str):
+            raise ConfigError(f"{who}: description must be text, got {self.description!r}")
         for f_ in fields(DramOrg):
-            v = getattr(self.org, f_.name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"{who}: org.{f_.name} must be a positive integer, got {v!r}")
+            check_int(who, f"org.{f_.name}", getattr(self.org, f_.name), lo=1)
         for name in ("pseudochannels", "sids", "bankgroups", "banks", "rows", "columns",
                      "access_bytes"):
             v = getattr(self.org, name)
@@ -421,10 +423,7 @@ class DramSpec:
                               f"pseudochannels x sids x bankgroups x banks); the engine "
                               f"simulates at most {MAX_BANKS}")
         for name, v in self.timing.values().items():
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-                raise ConfigError(f"{who}: timing {name} must be an integer, got {v!r}")
-            if v < 0:
-                raise ConfigError(f"{who}: timing {name} must be >= 0 cycles, got {v}")
+            check_int(who, f"timing {name}", v, lo=0)
             if v > MAX_TIMING:
                 raise ConfigError(f"{who}: timing {name} must be in [0, {MAX_TIMING}] "
                                   f"{'ps' if name == 'tCK_ps' else 'CK'}, got {v}")
@@ -453,26 +452,33 @@ class DramSpec:
                     f"{who}: impossible timing: nRFCpb ({t.nRFCpb}) + {name} "
                     f"({getattr(t, name)}) >= the per-bank refresh period nREFIpb x banks per "
                     f"pseudo-channel ({t.nREFIpb * o.banks_per_pc} CK)")
-        if self.refresh not in ("allbank", "perbank"):
+        if not isinstance(self.refresh, str) or self.refresh not in ("allbank", "perbank"):
             raise ConfigError(f"{who}: refresh must be 'allbank' or 'perbank', got "
                               f"{self.refresh!r}")
         if self.refresh == "perbank" and t.nREFIpb < 1:
             raise ConfigError(f"{who}: per-bank refresh needs nREFIpb >= 1")
+        check_mapping(who, "bus_ck", self.bus_ck)
         for cmd, ck in self.bus_ck.items():
             if cmd not in COMMAND_INDEX:
                 raise ConfigError(f"{who}: bus_ck names unknown command {cmd!r} "
                                   f"(known: {choices(COMMAND_INDEX)})")
-            if ck <= 0:
+            if check_number(who, f"bus_ck.{cmd}", ck, lo=None) <= 0:
                 raise ConfigError(f"{who}: bus occupancy of {cmd} must be > 0 CK, got {ck}")
             self.bus_ticks(cmd)
         if self.pim is not None:
+            if not isinstance(self.pim, PimConfig):
+                raise ConfigError(f"{who}: pim must be none (no PIM units) or PIM settings; set "
+                                  f"single values with pim.<field> (fields: "
+                                  f"{choices('pim.' + f.name for f in fields(PimConfig))}), "
+                                  f"got {self.pim!r}")
             p = self.pim
-            if p.banks_per_pu < 1 or self.org.banks_per_pc % p.banks_per_pu:
+            for name in ("banks_per_pu", "lanes", "dtype_bytes", "gbuf_bytes"):
+                check_int(who, f"pim.{name}", getattr(p, name), lo=1)
+            check_bool(who, "pim.dual_row_buffer", p.dual_row_buffer)
+            check_name(who, "pim.pu_dtype", p.pu_dtype)
+            if self.org.banks_per_pc % p.banks_per_pu:
                 raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must divide the "
                                   f"{self.org.banks_per_pc} banks of a pseudo-channel")
-            for name in ("lanes", "dtype_bytes", "gbuf_bytes"):
-                if getattr(p, name) < 1:
-                    raise ConfigError(f"{who}: pim.{name} must be >= 1")
             if p.gbuf_bytes % self.org.access_bytes:
                 raise ConfigError(f"{who}: pim.gbuf_bytes ({p.gbuf_bytes}) must be a multiple of "
                                   f"the {self.org.access_bytes}-byte burst")
@@ -488,9 +494,11 @@ class DramSpec:
         Keys are timing names (``nRCDRD``, ``tCK_ps``, ...), organisation names (``stacks``,
         ``channels``, ``rows``, ...), PIM names prefixed with ``pim.`` (``pim.gbuf_bytes``), or
         ``name``, ``description``, ``refresh``, ``pim`` (``None`` removes the PIM units) and
-        ``bus_ck.<CMD>``. Unknown keys raise :class:`ConfigError` listing the valid ones.
+        ``bus_ck.<CMD>``. Unknown keys raise :class:`ConfigError` listing the valid ones; values
+        are checked by :meth:`validate` (integers stay integers: ``30.0`` or ``"30"`` is refused,
+        booleans must be ``True``/``False``).
         """
-        items = dict(values or {})
+        items = check_mapping(f"DRAM spec {self.name!r}", "overrides", values or {})
         items.update(kw)
         org_kw, tim_kw, pim_kw, top_kw, bus = {}, {}, {}, {}, dict(self.bus_ck)
         org_names = {f.name for f in fields(DramOrg)}
@@ -515,7 +523,7 @@ class DramSpec:
                                   f"(valid: {', '.join(valid)})")
         pim = top_kw.pop("pim", self.pim)
         if pim_kw:
-            if pim is None:
+            if not isinstance(pim, PimConfig):
                 raise ConfigError(f"DRAM spec {self.name!r}: has no PIM units, cannot set "
                                   f"{', '.join('pim.' + k for k in pim_kw)}")
             pim = replace(pim, **pim_kw)
@@ -578,3 +586,33 @@ class DramSpec:
         d["bus_ck"] = dict(self.bus_ck)
         d["sources"] = dict(self.sources)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DramSpec:
+        """Rebuild a spec from :meth:`to_dict` output (a missing or null ``pim`` = no PIM)."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"DRAM spec: expected a table/object, got {type(d).__name__}")
+
+        def part(kind: type, key: str) -> Any:
+            v = d.get(key)
+            if not isinstance(v, Mapping):
+                raise ConfigError(f"DRAM spec: {key!r} must be a table/object")
+            names = {f.name for f in fields(kind)}
+            bad = sorted(set(v) - names)
+            if bad:
+                raise ConfigError(f"DRAM spec: {key} has no field(s) {', '.join(bad)} "
+                                  f"(valid: {choices(names)})")
+            try:
+                return kind(**v)
+            except TypeError as exc:
+                raise ConfigError(f"DRAM spec: {key}: {exc}") from None
+
+        for key in ("name", "description"):
+            if not isinstance(d.get(key), str):
+                raise ConfigError(f"DRAM spec: {key!r} must be a string")
+        pim = part(PimConfig, "pim") if d.get("pim") is not None else None
+        spec = cls(name=d["name"], description=d["description"], org=part(DramOrg, "org"),
+                   timing=part(DramTiming, "timing"), bus_ck=dict(d.get("bus_ck") or {}),
+                   pim=pim, refresh=d.get("refresh", "allbank"),
+                   sources=dict(d.get("sources") or {}))
+        return spec.validate()

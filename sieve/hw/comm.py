@@ -3,7 +3,7 @@
 Each operation costs, per link tier, ``alpha + bytes_per_gpu / (eta * link bandwidth)``:
 
 * inside a node, bytes cross NVLink/NVSwitch (the GPU's per-direction NVLink bandwidth);
-* between nodes, bytes cross InfiniBand, one NIC per GPU (``SystemSpec.inter_link``), with
+* between nodes, bytes cross InfiniBand, one NIC per GPU (``SystemConfig.inter_link``), with
   ``alpha`` raised by the link's hop latency;
 * an operation spanning nodes takes the slower tier, ``max(intra, inter)``, as LLMSimulator's
   ``MoEScatter/MoEGather`` (pim-simulators.md §2, design choice 6).
@@ -24,20 +24,30 @@ Byte conventions (per GPU, per direction):
 * EP dispatch/combine send one copy per (token, selected expert), as DeepEP's low-latency
   kernels (``tests/test_low_latency.py``): FP8 payload ``H + H/128*4 + 16`` bytes, BF16 ``2H``.
 
-Times are seconds. Nothing here knows about GPUs' compute or PIM.
+Every function takes the resolved :class:`~sieve.hw.system.SystemConfig` (``system``,
+required) and an optional :class:`CommCalibration` (``calib=None``: the system's own
+``comm_calibration``); none looks a preset name up.
+
+Times are nanoseconds (the simulator's one time unit): link bandwidths in GB/s are bytes/ns;
+the calibration's ``alpha_us`` and the links' ``latency_us`` are converted where they are used
+(:func:`tier_time_ns`). Nothing here knows about GPUs' compute or PIM.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
 
 import numpy as np
 
-from sieve.errors import ConfigError, choices, lookup
-from sieve.hw.presets import SystemSpec, get_system
+from sieve.errors import ConfigError, lookup
+from sieve.hw.calibrations import (
+    COMM_CALIBRATIONS,
+    NS_PER_US,
+    AlphaBeta,
+    CommCalibration,
+    get_comm_calibration,
+)
+from sieve.hw.system import SystemConfig
 from sieve.validate import check_number
 
 __all__ = [
@@ -45,104 +55,16 @@ __all__ = [
     "PAYLOADS",
     "AlphaBeta",
     "CommCalibration",
-    "all_gather_time_s",
-    "all_reduce_time_s",
-    "all_to_all_time_s",
-    "ep_combine_time_s",
-    "ep_dispatch_time_s",
-    "ep_exchange_time_s",
+    "all_gather_time_ns",
+    "all_reduce_time_ns",
+    "all_to_all_time_ns",
+    "ep_combine_time_ns",
+    "ep_dispatch_time_ns",
+    "ep_exchange_time_ns",
     "get_comm_calibration",
     "payload_bytes",
-    "tier_time_s",
+    "tier_time_ns",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class AlphaBeta:
-    alpha_us: float  # latency floor of the operation (software + hardware), microseconds
-    eta: float  # achieved fraction of the per-direction link bandwidth, (0, 1]
-
-
-@dataclass(frozen=True, slots=True)
-class CommCalibration:
-    """Fitted ``alpha``/``eta`` per operation for one GPU/software stack."""
-
-    name: str
-    all_gather: AlphaBeta
-    all_to_all: AlphaBeta
-    all_reduce: AlphaBeta
-    ep_dispatch: AlphaBeta
-    ep_combine: AlphaBeta
-    source: str = ""
-
-    def op(self, name: str) -> AlphaBeta:
-        return getattr(self, name)
-
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> CommCalibration:
-        """Keys: ``<op>.alpha_us`` / ``<op>.eta`` (op = all_gather, all_to_all, all_reduce,
-        ep_dispatch, ep_combine), ``name``, ``source``."""
-        items = dict(values or {})
-        items.update(kw)
-        ops = [f.name for f in fields(self) if f.type in ("AlphaBeta", AlphaBeta)]
-        valid = [f"{o}.{p}" for o in ops for p in ("alpha_us", "eta")] + ["name", "source"]
-        new = {}
-        for key, v in items.items():
-            if key not in valid:
-                raise ConfigError(f"comm calibration {self.name!r}: unknown override {key!r} "
-                                  f"(valid: {choices(valid)})")
-            if "." in key:
-                o, p = key.split(".")
-                new[o] = replace(new.get(o, getattr(self, o)), **{p: v})
-            else:
-                new[key] = v
-        return replace(self, **new).validate()
-
-    def validate(self) -> CommCalibration:
-        for f in fields(self):
-            ab = getattr(self, f.name)
-            if isinstance(ab, AlphaBeta):
-                if not 0 < ab.eta <= 1:
-                    raise ConfigError(f"comm calibration {self.name!r}: {f.name}.eta must be in "
-                                      f"(0, 1], got {ab.eta!r}")
-                if not ab.alpha_us >= 0:
-                    raise ConfigError(f"comm calibration {self.name!r}: {f.name}.alpha_us must "
-                                      f"be >= 0, got {ab.alpha_us!r}")
-        return self
-
-# Least-squares fits to hardware.md §4.1/§4.2 training rows (sieve.calibration.costmodels;
-# regenerate with `python benchmarks/validate_costmodels.py --fit`; tests/test_comm.py checks
-# they reproduce).
-COMM_CALIBRATIONS: dict[str, CommCalibration] = {c.name: c.validate() for c in (
-    CommCalibration(
-        "b200",
-        all_gather=AlphaBeta(18.38, 0.4552), all_to_all=AlphaBeta(13.45, 0.5551),
-        all_reduce=AlphaBeta(27.38, 0.6704), ep_dispatch=AlphaBeta(21.53, 0.5928),
-        ep_combine=AlphaBeta(21.51, 0.6976),
-        source="fit: NCCL 2.29.2 (hardware.md §4.1), DeepEP LL SGLang 0.5.12 (§4.2)"),
-    CommCalibration(
-        "h200",
-        all_gather=AlphaBeta(11.74, 0.6727), all_to_all=AlphaBeta(9.04, 0.5825),
-        all_reduce=AlphaBeta(18.90, 0.8392), ep_dispatch=AlphaBeta(11.29, 0.6048),
-        ep_combine=AlphaBeta(11.87, 0.5086),
-        source="fit: NCCL 2.29.2 (hardware.md §4.1), DeepEP LL SGLang 0.5.12 (§4.2)"),
-    # H100 has only all-to-all in §4.1; all-gather/all-reduce borrow H200's fit (same NVLink 4
-    # and NVSwitch-3 fabric, hardware.md §1) ⚠.
-    CommCalibration(
-        "h100",
-        all_gather=AlphaBeta(11.74, 0.6727), all_to_all=AlphaBeta(9.48, 0.5877),
-        all_reduce=AlphaBeta(18.90, 0.8392), ep_dispatch=AlphaBeta(12.58, 0.5933),
-        ep_combine=AlphaBeta(13.49, 0.5010),
-        source="fit (all_to_all, DeepEP); all_gather/all_reduce borrowed from h200 ⚠"),
-)}
-
-
-def get_comm_calibration(name: str | CommCalibration | SystemSpec) -> CommCalibration:
-    """Calibration by name, or the one for a system's GPU."""
-    if isinstance(name, CommCalibration):
-        return name
-    if isinstance(name, SystemSpec):
-        name = name.gpu.name
-    return lookup(COMM_CALIBRATIONS, name, "comm calibration")
 
 
 #: Bytes per (token, expert) copy as a function of hidden size H (DeepEP test_low_latency.py).
@@ -158,9 +80,22 @@ def payload_bytes(payload: str, hidden: int) -> float:
     return float(f(check_number("EP payload", "hidden", hidden)))
 
 
+def _resolved(what: str, system, calib) -> tuple[SystemConfig, CommCalibration]:
+    """The system and calibration objects, or one ConfigError saying how to get them."""
+    if not isinstance(system, SystemConfig):
+        raise ConfigError(f"{what}: system must be a SystemConfig (resolve a preset name or "
+                          f"file once with sieve.hw.get_system), got {system!r}")
+    if calib is None:
+        return system, system.comm_calibration
+    if not isinstance(calib, CommCalibration):
+        raise ConfigError(f"{what}: calib must be a CommCalibration "
+                          f"(sieve.hw.get_comm_calibration) or None (the system's own), got "
+                          f"{calib!r}")
+    return system, calib
+
+
 def _setup(system, calib, n_gpus, what):
-    s = get_system(system)
-    cal = get_comm_calibration(calib or s)
+    s, cal = _resolved(what, system, calib)
     n = s.n_gpus if n_gpus is None else n_gpus
     if not isinstance(n, (int, np.integer)) or n < 1 or n > s.n_gpus:
         raise ConfigError(f"{what}: n_gpus must be an integer in [1, {s.n_gpus}], got {n!r}")
@@ -168,15 +103,16 @@ def _setup(system, calib, n_gpus, what):
     return s, cal, int(n), g
 
 
-def tier_time_s(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: SystemSpec
-                ) -> float:
-    """``max`` over link tiers of ``alpha + bytes / (eta * bw)``; 0 when nothing moves."""
+def tier_time_ns(op: AlphaBeta, intra_bytes: float, inter_bytes: float, system: SystemConfig
+                 ) -> float:
+    """``max`` over link tiers of ``alpha + bytes / (eta * bw)`` (ns); 0 when nothing moves."""
     if intra_bytes <= 0 and inter_bytes <= 0:
         return 0.0
-    t = op.alpha_us * 1e-6 + intra_bytes / (op.eta * system.intra_link.bw_bytes_per_s)
+    # GB/s = bytes/ns; alpha and hop latency are stored in microseconds
+    t = op.alpha_us * NS_PER_US + intra_bytes / (op.eta * system.intra_link.bw_gbs)
     if inter_bytes > 0:
         ib = system.inter_link
-        t_ib = (op.alpha_us + ib.latency_us) * 1e-6 + inter_bytes / (op.eta * ib.bw_bytes_per_s)
+        t_ib = (op.alpha_us + ib.latency_us) * NS_PER_US + inter_bytes / (op.eta * ib.bw_gbs)
         t = max(t, t_ib)
     return t
 
@@ -188,34 +124,34 @@ def _ring(kind: str, size: float, factor: float, system, calib, n_gpus) -> float
         return 0.0
     bus = factor * size * (n - 1) / n
     inter = bus / g if n > g else 0.0
-    return tier_time_s(cal.op(kind), bus, inter, s)
+    return tier_time_ns(cal.op(kind), bus, inter, s)
 
 
-def all_gather_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
-                      calib: str | CommCalibration | None = None,
-                      n_gpus: int | None = None) -> float:
+def all_gather_time_ns(size_bytes: float, system: SystemConfig, *,
+                       calib: CommCalibration | None = None,
+                       n_gpus: int | None = None) -> float:
     """All-gather of a ``size_bytes`` result buffer (nccl-tests size) over ``n_gpus``
-    (default: all GPUs of the system), seconds. E.g. the routing-map AllGather of Sieve:
+    (default: all GPUs of the system), ns. E.g. the routing-map AllGather of Sieve:
     ``size_bytes = n_gpus x bytes per GPU's token counts``."""
     return _ring("all_gather", size_bytes, 1.0, system, calib, n_gpus)
 
 
-def all_reduce_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
-                      calib: str | CommCalibration | None = None,
-                      n_gpus: int | None = None) -> float:
-    """All-reduce of a ``size_bytes`` buffer (ring bus bytes ``2 S (n-1)/n``), seconds."""
+def all_reduce_time_ns(size_bytes: float, system: SystemConfig, *,
+                       calib: CommCalibration | None = None,
+                       n_gpus: int | None = None) -> float:
+    """All-reduce of a ``size_bytes`` buffer (ring bus bytes ``2 S (n-1)/n``), ns."""
     return _ring("all_reduce", size_bytes, 2.0, system, calib, n_gpus)
 
 
-def all_to_all_time_s(size_bytes: float, system: str | SystemSpec = "8xb200", *,
-                      calib: str | CommCalibration | None = None,
-                      n_gpus: int | None = None) -> float:
-    """All-to-all with ``size_bytes`` per GPU send buffer, uniform destinations, seconds."""
+def all_to_all_time_ns(size_bytes: float, system: SystemConfig, *,
+                       calib: CommCalibration | None = None,
+                       n_gpus: int | None = None) -> float:
+    """All-to-all with ``size_bytes`` per GPU send buffer, uniform destinations, ns."""
     s, cal, n, g = _setup(system, calib, n_gpus, "all_to_all")
     size = check_number("all_to_all", "size_bytes", size_bytes)
     if n == 1:
         return 0.0
-    return tier_time_s(cal.all_to_all, size * (g - 1) / n, size * (n - g) / n, s)
+    return tier_time_ns(cal.all_to_all, size * (g - 1) / n, size * (n - g) / n, s)
 
 
 def _ep_uniform(op: str, tokens_per_gpu, hidden, topk, system, calib, n_gpus, payload,
@@ -235,15 +171,16 @@ def _ep_uniform(op: str, tokens_per_gpu, hidden, topk, system, calib, n_gpus, pa
             raise ConfigError(f"EP {op}: topk ({k:g}) exceeds n_experts ({e})")
         p_miss = math.comb(e - per, int(k)) / math.comb(e, int(k))
         copies = t * n * (1.0 - p_miss)
-    return tier_time_s(cal.op(f"ep_{op}"), copies * b * (g - 1) / n, copies * b * (n - g) / n, s)
+    return tier_time_ns(cal.op(f"ep_{op}"), copies * b * (g - 1) / n, copies * b * (n - g) / n,
+                        s)
 
 
-def ep_dispatch_time_s(tokens_per_gpu: float, hidden: int, topk: int,
-                       system: str | SystemSpec = "8xb200", *, payload: str = "fp8",
-                       calib: str | CommCalibration | None = None, n_gpus: int | None = None,
-                       n_experts: int | None = None, dedup: bool = False) -> float:
+def ep_dispatch_time_ns(tokens_per_gpu: float, hidden: int, topk: int, system: SystemConfig,
+                        *, payload: str = "fp8", calib: CommCalibration | None = None,
+                        n_gpus: int | None = None, n_experts: int | None = None,
+                        dedup: bool = False) -> float:
     """Expert-parallel dispatch, uniform routing: each GPU sends its tokens to the GPUs that
-    hold their top-k experts (experts spread evenly over ``n_gpus``), seconds.
+    hold their top-k experts (experts spread evenly over ``n_gpus``), ns.
 
     ``payload`` fp8 (DeepEP default) or bf16; ``dedup=True`` sends one copy per destination GPU
     instead of per expert (DeepEP normal kernels; needs ``n_experts``).
@@ -252,20 +189,20 @@ def ep_dispatch_time_s(tokens_per_gpu: float, hidden: int, topk: int,
                        n_experts, dedup)
 
 
-def ep_combine_time_s(tokens_per_gpu: float, hidden: int, topk: int,
-                      system: str | SystemSpec = "8xb200", *, payload: str = "bf16",
-                      calib: str | CommCalibration | None = None, n_gpus: int | None = None,
-                      n_experts: int | None = None, dedup: bool = False) -> float:
+def ep_combine_time_ns(tokens_per_gpu: float, hidden: int, topk: int, system: SystemConfig,
+                       *, payload: str = "bf16", calib: CommCalibration | None = None,
+                       n_gpus: int | None = None, n_experts: int | None = None,
+                       dedup: bool = False) -> float:
     """Expert-parallel combine (expert outputs back to their tokens' GPUs; BF16 by default, as
-    DeepEP), uniform routing, seconds."""
+    DeepEP), uniform routing, ns."""
     return _ep_uniform("combine", tokens_per_gpu, hidden, topk, system, calib, n_gpus, payload,
                        n_experts, dedup)
 
 
-def ep_exchange_time_s(copies, hidden: int, system: str | SystemSpec = "8xb200", *,
-                       op: str = "dispatch", payload: str | None = None,
-                       calib: str | CommCalibration | None = None) -> float:
-    """Dispatch or combine for an exact routing, seconds.
+def ep_exchange_time_ns(copies, hidden: int, system: SystemConfig, *, op: str = "dispatch",
+                        payload: str | None = None,
+                        calib: CommCalibration | None = None) -> float:
+    """Dispatch or combine for an exact routing, ns.
 
     Args:
         copies: ``(n, n)`` array; ``copies[i, j]`` = (token, expert) copies GPU ``i`` sends to
@@ -278,8 +215,7 @@ def ep_exchange_time_s(copies, hidden: int, system: str | SystemSpec = "8xb200",
     """
     if op not in ("dispatch", "combine"):
         raise ConfigError(f"EP exchange: op {op!r} unknown (known: combine, dispatch)")
-    s = get_system(system)
-    cal = get_comm_calibration(calib or s)
+    s, cal = _resolved("EP exchange", system, calib)
     c = np.asarray(copies, dtype=np.float64)
     n = c.shape[0] if c.ndim == 2 else -1
     if c.ndim != 2 or c.shape[1] != n or n > s.n_gpus:
@@ -297,4 +233,4 @@ def ep_exchange_time_s(copies, hidden: int, system: str | SystemSpec = "8xb200",
     inter = np.where(~same, c, 0.0) * b
     intra_g = np.maximum(intra.sum(1), intra.sum(0)).max(initial=0.0)
     inter_g = np.maximum(inter.sum(1), inter.sum(0)).max(initial=0.0)
-    return tier_time_s(cal.op(f"ep_{op}"), float(intra_g), float(inter_g), s)
+    return tier_time_ns(cal.op(f"ep_{op}"), float(intra_g), float(inter_g), s)

@@ -20,126 +20,44 @@ adds ``t0_moe`` (routing, permutation, finalize). The efficiency parameters are 
 (:mod:`sieve.calibration.costmodels`, which also reports fit quality and hold-out error); H100/H200
 use the values hardware.md quotes (⚠ not refitted here).
 
-All times are seconds; sizes are element counts; bytes are bytes. This module must not import
-the DRAM engine, and it knows nothing about PIM.
+Every function takes the resolved GPU and calibration (``gpu=``, ``calib=``: a
+:class:`GpuSpec` and a :class:`GpuCalibration`, e.g. ``system.gpu`` and
+``system.gpu_calibration`` of a :class:`~sieve.hw.system.SystemConfig`); none looks a preset
+name up.
+
+All times are nanoseconds (the simulator's one time unit): bandwidths in GB/s are bytes/ns and
+peaks in TFLOPS are 1e3 FLOP/ns; the calibration's fixed costs (stored in seconds, ``t0_*_s``)
+are converted where they are used (:meth:`GpuCalibration.t0_gemm_ns`). Sizes are element
+counts; bytes are bytes. This module must not import the DRAM engine, and it knows nothing
+about PIM.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from sieve.errors import ConfigError, lookup
-from sieve.hw.presets import DType, GpuSpec, get_dtype, get_gpu
-from sieve.validate import check_number, override_fields
+from sieve.errors import ConfigError
+from sieve.hw.calibrations import CALIBRATIONS, GpuCalibration, get_calibration
+from sieve.hw.presets import DType, GpuSpec, get_dtype
+from sieve.validate import check_number
 
 __all__ = [
     "CALIBRATIONS",
     "GpuCalibration",
-    "attention_decode_time_s",
-    "attention_prefill_time_s",
+    "attention_decode_time_ns",
+    "attention_prefill_time_ns",
     "expert_gemm_cost",
-    "gemm_time_s",
-    "gemv_time_s",
+    "gemm_time_ns",
+    "gemv_time_ns",
     "get_calibration",
-    "grouped_gemm_time_s",
-    "kernel_time_s",
-    "moe_layer_time_s",
-    "weight_load_time_s",
+    "grouped_gemm_time_ns",
+    "kernel_time_ns",
+    "moe_layer_time_ns",
+    "weight_load_time_ns",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class GpuCalibration:
-    """Achievable-efficiency parameters of the GPU model (dimensionless unless named _s)."""
-
-    name: str
-    eta_bw: float  # achieved fraction of the HBM spec bandwidth in streaming kernels
-    eta_c_bf16: float  # achieved fraction of the dense BF16 peak on full tiles
-    eta_c_fp8: float  # ... FP8 peak
-    eta_c_fp4: float  # ... FP4 peak
-    overlap_p: float  # p of combine_p(t_mem, t_comp); math.inf = roofline max
-    t0_gemm_bf16_s: float  # fixed cost per dense/grouped GEMM kernel, BF16 path
-    t0_gemm_fp8_s: float  # ... FP8 path (includes the activation-quantisation kernel)
-    t0_gemm_fp4_s: float  # ... FP4 path (includes the activation-quantisation kernel)
-    t0_moe_bf16_s: float  # extra fixed cost per MoE layer (routing, permute, finalize), BF16
-    t0_moe_fp8_s: float
-    t0_moe_fp4_s: float
-    tile_n: int = 128  # output-tile width along the weight's N dimension
-    tile_m_max: int = 128  # output-tile height along tokens, large-M kernels
-    tile_m_min: int = 16  # smallest token tile (MMA N >= 16 with swap-AB) ⚠
-    source: str = ""
-
-    def eta_c(self, d: DType) -> float:
-        return {"bf16": self.eta_c_bf16, "fp8": self.eta_c_fp8, "fp4": self.eta_c_fp4}[d.compute]
-
-    def t0_gemm_s(self, d: DType) -> float:
-        return {"bf16": self.t0_gemm_bf16_s, "fp8": self.t0_gemm_fp8_s,
-                "fp4": self.t0_gemm_fp4_s}[d.compute]
-
-    def t0_moe_s(self, d: DType) -> float:
-        return {"bf16": self.t0_moe_bf16_s, "fp8": self.t0_moe_fp8_s,
-                "fp4": self.t0_moe_fp4_s}[d.compute]
-
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> GpuCalibration:
-        return override_fields(self, "GPU calibration", values, kw)
-
-    def validate(self) -> GpuCalibration:
-        what = f"GPU calibration {self.name!r}"
-        for n in ("eta_bw", "eta_c_bf16", "eta_c_fp8", "eta_c_fp4"):
-            v = getattr(self, n)
-            if not 0 < v <= 1:
-                raise ConfigError(f"{what}: {n} must be in (0, 1], got {v!r}")
-        if not self.overlap_p >= 1:
-            raise ConfigError(f"{what}: overlap_p must be >= 1 (inf = max), got "
-                              f"{self.overlap_p!r}")
-        for f in fields(self):
-            if f.name.startswith("t0_") and not getattr(self, f.name) >= 0:
-                raise ConfigError(f"{what}: {f.name} must be >= 0")
-        if not 1 <= self.tile_m_min <= self.tile_m_max or self.tile_n < 1:
-            raise ConfigError(f"{what}: need 1 <= tile_m_min <= tile_m_max and tile_n >= 1")
-        return self
-
-
-# B200: least-squares fit to hardware.md §3.2 + §3.3 training rows. Regenerate with
-# `python benchmarks/validate_costmodels.py --fit`; tests/test_gpu.py checks that a fresh fit
-# reproduces these numbers, so they cannot drift from the data silently.
-_B200_FIT = GpuCalibration(
-    name="b200",
-    eta_bw=0.7225, eta_c_bf16=0.7732, eta_c_fp8=0.6435, eta_c_fp4=0.4713, overlap_p=3.0,
-    t0_gemm_bf16_s=2.556e-6, t0_gemm_fp8_s=8.117e-6, t0_gemm_fp4_s=11.96e-6,
-    t0_moe_bf16_s=8.515e-6, t0_moe_fp8_s=22.66e-6, t0_moe_fp4_s=29.24e-6,
-    source="least-squares fit to hardware.md §3.2/§3.3 training rows "
-    "(sieve.calibration.costmodels)",
-)
-
-# H100/H200: no per-row GEMM table in hardware.md; its §3.2 text gives bf16 fits t0 4.2-5.7 us
-# and 85 % of spec BW (R^2 >= 0.98), and MAMF ceilings H100 BF16 80.3 %, FP8 70.9 %, H200 FP8
-# 73.4 %. Everything else (p, MoE overheads, FP8 t0) is borrowed from the B200 fit ⚠.
-_HOPPER_QUOTED = replace(
-    _B200_FIT, name="hopper", eta_bw=0.85, eta_c_bf16=0.803, eta_c_fp8=0.709,
-    t0_gemm_bf16_s=4.5e-6,
-    source="hardware.md §3.2 text (H100/H200 bf16 fits, MAMF); rest borrowed from b200 ⚠",
-)
-
-CALIBRATIONS: dict[str, GpuCalibration] = {
-    "b200": _B200_FIT.validate(),
-    "h200": replace(_HOPPER_QUOTED, name="h200", eta_c_fp8=0.734).validate(),
-    "h100": replace(_HOPPER_QUOTED, name="h100").validate(),
-}
-
-
-def get_calibration(name: str | GpuCalibration | GpuSpec) -> GpuCalibration:
-    """Calibration by name, or the one belonging to a GPU preset."""
-    if isinstance(name, GpuCalibration):
-        return name
-    if isinstance(name, GpuSpec):
-        name = name.name
-    return lookup(CALIBRATIONS, name, "GPU calibration")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,9 +83,15 @@ def _token_tiles(tokens: np.ndarray, cal: GpuCalibration) -> tuple[np.ndarray, n
     return np.ceil(t / tm), tm
 
 
-def _tiled_compute_s(tokens: np.ndarray, n: int, k: int, d: DType, gpu: GpuSpec,
-                     cal: GpuCalibration) -> float:
-    """Tile- and wave-quantised compute time of one (grouped) GEMM; 0 for no tokens."""
+def _flops_per_ns(d: DType, gpu: GpuSpec, cal: GpuCalibration) -> float:
+    """Achievable tensor rate of the whole GPU for a dtype: ``eta_c x peak`` (TFLOPS x 1e3 =
+    FLOP/ns)."""
+    return cal.eta_c(d) * gpu.peak_tflops(d) * 1e3
+
+
+def _tiled_compute_ns(tokens: np.ndarray, n: int, k: int, d: DType, gpu: GpuSpec,
+                      cal: GpuCalibration) -> float:
+    """Tile- and wave-quantised compute time of one (grouped) GEMM (ns); 0 for no tokens."""
     tokens = np.asarray(tokens, dtype=np.float64)
     tokens = tokens[tokens > 0]
     if tokens.size == 0 or n == 0 or k == 0:
@@ -175,7 +99,7 @@ def _tiled_compute_s(tokens: np.ndarray, n: int, k: int, d: DType, gpu: GpuSpec,
     n_tiles_m, tm = _token_tiles(tokens, cal)
     per_group = n_tiles_m * math.ceil(n / cal.tile_n)  # tiles per group
     work = 2.0 * tm * cal.tile_n * k  # FLOP per tile of each group
-    rate = cal.eta_c(d) * gpu.peak_tflops(d) * 1e12  # FLOP/s, whole GPU
+    rate = _flops_per_ns(d, gpu, cal)  # FLOP/ns, whole GPU
     n_tiles = int(per_group.sum())
     if n_tiles <= gpu.sms:  # split-K spreads the few tiles over every SM
         return float((per_group * work).sum()) / rate
@@ -184,53 +108,65 @@ def _tiled_compute_s(tokens: np.ndarray, n: int, k: int, d: DType, gpu: GpuSpec,
     return float(tile_work[:: gpu.sms].sum()) / (rate / gpu.sms)  # one head tile per wave
 
 
-def kernel_time_s(bytes_moved: float, compute_s: float, *, gpu: str | GpuSpec = "b200",
-                  calib: str | GpuCalibration | None = None, t0_s: float = 0.0) -> float:
-    """Generic kernel: ``t0 + combine_p(bytes / (eta_bw BW), compute_s)``.
+def _resolved(who: str, gpu: Any, calib: Any) -> tuple[GpuSpec, GpuCalibration]:
+    """The GPU and calibration objects, or one ConfigError saying how to get them."""
+    if not isinstance(gpu, GpuSpec):
+        raise ConfigError(f"{who}: gpu must be a GpuSpec (resolve a preset name once with "
+                          f"sieve.hw.get_gpu, or pass SystemConfig.gpu), got {gpu!r}")
+    if not isinstance(calib, GpuCalibration):
+        raise ConfigError(f"{who}: calib must be a GpuCalibration (sieve.hw.get_calibration, "
+                          f"or SystemConfig.gpu_calibration), got {calib!r}")
+    return gpu, calib
+
+
+def kernel_time_ns(bytes_moved: float, compute_ns: float, *, gpu: GpuSpec,
+                   calib: GpuCalibration, t0_ns: float = 0.0) -> float:
+    """Generic kernel: ``t0 + combine_p(bytes / (eta_bw BW), compute)`` (ns).
 
     Args:
         bytes_moved: HBM bytes read + written.
-        compute_s: compute time at the achievable rate (already divided by ``eta_c * peak``).
-        gpu, calib: GPU preset and calibration (default: the GPU's own).
-        t0_s: fixed cost.
+        compute_ns: compute time at the achievable rate (already divided by ``eta_c * peak``).
+        gpu, calib: the GPU and its calibration.
+        t0_ns: fixed cost.
     """
-    g = get_gpu(gpu)
-    cal = get_calibration(calib or g)
+    g, cal = _resolved("GPU kernel", gpu, calib)
     b = check_number("GPU kernel", "bytes_moved", bytes_moved)
-    c = check_number("GPU kernel", "compute_s", compute_s)
-    return t0_s + _combine(b / (cal.eta_bw * g.hbm_bw_bytes_per_s), c, cal.overlap_p)
+    c = check_number("GPU kernel", "compute_ns", compute_ns)
+    return t0_ns + _combine(b / (cal.eta_bw * g.hbm_bw_gbs), c, cal.overlap_p)  # GB/s = B/ns
 
 
-def _resolve(gpu, calib, dtype):
-    g = get_gpu(gpu)
-    cal = get_calibration(calib or g)
+def _resolve(who: str, gpu, calib, dtype):
+    g, cal = _resolved(who, gpu, calib)
     d = get_dtype(dtype)
     g.peak_tflops(d)  # raises ConfigError if the GPU lacks this compute class
     return g, cal, d
 
 
-def gemm_time_s(m: int, n: int, k: int, dtype: str = "bf16", *, gpu: str | GpuSpec = "b200",
-                calib: str | GpuCalibration | None = None) -> float:
-    """Dense GEMM ``C[m,n] = A[m,k] @ W[k,n]`` with W streamed from HBM (seconds).
+def gemm_time_ns(m: int, n: int, k: int, dtype: str | DType = "bf16", *, gpu: GpuSpec,
+                 calib: GpuCalibration) -> float:
+    """Dense GEMM ``C[m,n] = A[m,k] @ W[k,n]`` with W streamed from HBM (ns).
 
     Bytes = ``n k w + m k a + m n 2`` (weights, activations in, BF16 out), as hardware.md §3.2.
-    ``m`` = tokens. Returns 0 for an empty GEMM.
+    ``m`` = tokens. Returns 0 for an empty GEMM. ``dtype`` defaults to bf16, the seed's
+    storage type (§7: "activations and parameters are stored in bfloat16").
 
     Raises:
-        ConfigError: negative/non-numeric sizes, unknown dtype or GPU.
+        ConfigError: negative/non-numeric sizes, unknown dtype, a dtype the GPU cannot run, or
+            a GPU/calibration that is not a resolved object.
     """
-    g, cal, d = _resolve(gpu, calib, dtype)
+    g, cal, d = _resolve("GEMM", gpu, calib, dtype)
     m, n, k = (check_number("GEMM", nm, v) for nm, v in (("m", m), ("n", n), ("k", k)))
     if m == 0 or n == 0 or k == 0:
         return 0.0
     nbytes = n * k * d.weight_bytes + m * k * d.act_bytes + m * n * 2.0
-    tc = _tiled_compute_s(np.array([m]), int(n), int(k), d, g, cal)
-    return kernel_time_s(nbytes, tc, gpu=g, calib=cal, t0_s=cal.t0_gemm_s(d))
+    tc = _tiled_compute_ns(np.array([m]), int(n), int(k), d, g, cal)
+    return kernel_time_ns(nbytes, tc, gpu=g, calib=cal, t0_ns=cal.t0_gemm_ns(d))
 
 
-def gemv_time_s(n: int, k: int, dtype: str = "bf16", **kw: Any) -> float:
-    """GEMV = GEMM with one token (seconds)."""
-    return gemm_time_s(1, n, k, dtype, **kw)
+def gemv_time_ns(n: int, k: int, dtype: str | DType = "bf16", *, gpu: GpuSpec,
+                 calib: GpuCalibration) -> float:
+    """GEMV = GEMM with one token (ns)."""
+    return gemm_time_ns(1, n, k, dtype, gpu=gpu, calib=calib)
 
 
 def expert_gemm_cost(tokens_per_expert, hidden: int, intermediate: int, dtype: str = "bf16",
@@ -263,23 +199,23 @@ def _counts(what: str, tokens_per_expert) -> np.ndarray:
     return arr.astype(np.float64)
 
 
-def grouped_gemm_time_s(tokens_per_expert, hidden: int, intermediate: int,
-                        dtype: str = "bf16", *, gated: bool = True,
-                        gpu: str | GpuSpec = "b200",
-                        calib: str | GpuCalibration | None = None) -> float:
-    """All GPU-side experts of one MoE layer as grouped GEMMs (seconds).
+def grouped_gemm_time_ns(tokens_per_expert, hidden: int, intermediate: int,
+                         dtype: str | DType = "bf16", *, gated: bool = True, gpu: GpuSpec,
+                         calib: GpuCalibration) -> float:
+    """All GPU-side experts of one MoE layer as grouped GEMMs (ns).
 
     Two grouped kernels (gate/up, then down), each covering every expert with > 0 tokens:
     their weights are streamed once, their tokens tiled per expert. Experts with 0 tokens
-    cost nothing. Does not include routing/permute/finalize (see :func:`moe_layer_time_s`).
+    cost nothing. Does not include routing/permute/finalize (see :func:`moe_layer_time_ns`).
 
     Args:
         tokens_per_expert: tokens routed to each expert on this GPU (1-D, >= 0).
         hidden, intermediate: model dims H and I (per expert).
         dtype: weight/activation dtype name.
         gated: SwiGLU-style ``[H -> 2I]`` up-projection (False: ``[H -> I]``).
+        gpu, calib: the GPU and its calibration.
     """
-    g, cal, d = _resolve(gpu, calib, dtype)
+    g, cal, d = _resolve("grouped GEMM", gpu, calib, dtype)
     counts = _counts("grouped GEMM", tokens_per_expert)
     h = int(check_number("grouped GEMM", "hidden", hidden))
     i = int(check_number("grouped GEMM", "intermediate", intermediate))
@@ -291,34 +227,34 @@ def grouped_gemm_time_s(tokens_per_expert, hidden: int, intermediate: int,
     total = 0.0
     for n, k in ((up_n, h), (h, i)):  # gate/up, then down
         nbytes = active * n * k * d.weight_bytes + pairs * (k * d.act_bytes + n * 2.0)
-        tc = _tiled_compute_s(live, n, k, d, g, cal)
-        total += kernel_time_s(nbytes, tc, gpu=g, calib=cal, t0_s=cal.t0_gemm_s(d))
+        tc = _tiled_compute_ns(live, n, k, d, g, cal)
+        total += kernel_time_ns(nbytes, tc, gpu=g, calib=cal, t0_ns=cal.t0_gemm_ns(d))
     return total
 
 
-def moe_layer_time_s(tokens_per_expert, hidden: int, intermediate: int, dtype: str = "bf16",
-                     **kw: Any) -> float:
+def moe_layer_time_ns(tokens_per_expert, hidden: int, intermediate: int,
+                      dtype: str | DType = "bf16", *, gated: bool = True, gpu: GpuSpec,
+                      calib: GpuCalibration) -> float:
     """MoE expert layer as the §3.3 measurements define it: routing + permute + grouped GEMMs
-    + finalize = ``t0_moe + grouped_gemm_time_s`` (seconds; 0 if no expert has tokens)."""
-    t = grouped_gemm_time_s(tokens_per_expert, hidden, intermediate, dtype, **kw)
+    + finalize = ``t0_moe + grouped_gemm_time_ns`` (ns; 0 if no expert has tokens)."""
+    t = grouped_gemm_time_ns(tokens_per_expert, hidden, intermediate, dtype, gated=gated,
+                             gpu=gpu, calib=calib)
     if t == 0.0:
         return 0.0
-    g = get_gpu(kw.get("gpu", "b200"))
-    cal = get_calibration(kw.get("calib") or g)
-    return t + cal.t0_moe_s(get_dtype(dtype))
+    return t + calib.t0_moe_ns(get_dtype(dtype))
 
 
-def attention_decode_time_s(context_lens, n_q_heads: int, n_kv_heads: int, head_dim: int,
-                            kv_dtype: str = "bf16", *, gpu: str | GpuSpec = "b200",
-                            calib: str | GpuCalibration | None = None) -> float:
-    """Decode attention on the GPU for a batch (one new token per sequence), seconds.
+def attention_decode_time_ns(context_lens, n_q_heads: int, n_kv_heads: int, head_dim: int,
+                             kv_dtype: str | DType = "bf16", *, gpu: GpuSpec,
+                             calib: GpuCalibration) -> float:
+    """Decode attention on the GPU for a batch (one new token per sequence), ns.
 
     Reads the KV cache (``2 n_kv d ctx`` elements per sequence) once; FLOPs ``4 n_q d ctx``
     (QK^T and PV), with the GQA group ``n_q / n_kv`` padded to ``tile_m_min`` rows on the tensor
     cores. ⚠ Not validated: hardware.md has no measured attention rows; it reuses the GEMM
     calibration (one kernel launch ``t0_gemm``).
     """
-    g, cal, d = _resolve(gpu, calib, kv_dtype)
+    g, cal, d = _resolve("decode attention", gpu, calib, kv_dtype)
     ctx = _counts("decode attention", context_lens)
     hq, hkv, hd = (int(check_number("decode attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))
@@ -331,21 +267,20 @@ def attention_decode_time_s(context_lens, n_q_heads: int, n_kv_heads: int, head_
     kv_bytes = float(ctx.sum()) * 2 * hkv * hd * d.weight_bytes
     qo_bytes = ctx.size * 2 * hq * hd * 2.0
     flops = 4.0 * hkv * group_rows * hd * float(ctx.sum())
-    tc = flops / (cal.eta_c(d) * g.peak_tflops(d) * 1e12)
-    return kernel_time_s(kv_bytes + qo_bytes, tc, gpu=g, calib=cal, t0_s=cal.t0_gemm_s(d))
+    tc = flops / _flops_per_ns(d, g, cal)
+    return kernel_time_ns(kv_bytes + qo_bytes, tc, gpu=g, calib=cal, t0_ns=cal.t0_gemm_ns(d))
 
 
-def attention_prefill_time_s(seq_lens, n_q_heads: int, n_kv_heads: int, head_dim: int,
-                             dtype: str = "bf16", *, causal: bool = True,
-                             gpu: str | GpuSpec = "b200",
-                             calib: str | GpuCalibration | None = None) -> float:
-    """Prefill (FlashAttention-style) attention for new sequences, seconds.
+def attention_prefill_time_ns(seq_lens, n_q_heads: int, n_kv_heads: int, head_dim: int,
+                              dtype: str | DType = "bf16", *, causal: bool = True,
+                              gpu: GpuSpec, calib: GpuCalibration) -> float:
+    """Prefill (FlashAttention-style) attention for new sequences, ns.
 
     FLOPs ``4 n_q d S^2`` per sequence (halved when causal); bytes = Q, K, V read + O written
     once. FLOP-bound for long S. ⚠ Not validated against measurements (none in hardware.md);
     uses the GEMM ``eta_c``.
     """
-    g, cal, d = _resolve(gpu, calib, dtype)
+    g, cal, d = _resolve("prefill attention", gpu, calib, dtype)
     s = _counts("prefill attention", seq_lens)
     hq, hkv, hd = (int(check_number("prefill attention", nm, v)) for nm, v in
                    (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)))
@@ -353,13 +288,11 @@ def attention_prefill_time_s(seq_lens, n_q_heads: int, n_kv_heads: int, head_dim
         return 0.0
     flops = 4.0 * hq * hd * float((s * s).sum()) * (0.5 if causal else 1.0)
     nbytes = float(s.sum()) * hd * (2 * hq + 2 * hkv) * d.act_bytes
-    tc = flops / (cal.eta_c(d) * g.peak_tflops(d) * 1e12)
-    return kernel_time_s(nbytes, tc, gpu=g, calib=cal, t0_s=cal.t0_gemm_s(d))
+    tc = flops / _flops_per_ns(d, g, cal)
+    return kernel_time_ns(nbytes, tc, gpu=g, calib=cal, t0_ns=cal.t0_gemm_ns(d))
 
 
-def weight_load_time_s(n_bytes: float, *, gpu: str | GpuSpec = "b200",
-                       calib: str | GpuCalibration | None = None) -> float:
-    """Streaming ``n_bytes`` from HBM inside a running kernel (no launch cost), seconds."""
-    g = get_gpu(gpu)
-    cal = get_calibration(calib or g)
-    return check_number("weight load", "n_bytes", n_bytes) / (cal.eta_bw * g.hbm_bw_bytes_per_s)
+def weight_load_time_ns(n_bytes: float, *, gpu: GpuSpec, calib: GpuCalibration) -> float:
+    """Streaming ``n_bytes`` from HBM inside a running kernel (no launch cost), ns."""
+    g, cal = _resolved("weight load", gpu, calib)
+    return check_number("weight load", "n_bytes", n_bytes) / (cal.eta_bw * g.hbm_bw_gbs)

@@ -1,5 +1,5 @@
-"""GPU, link and system presets (B200, H200, H100; NVLink/NVSwitch inside a node, InfiniBand
-between nodes).
+"""GPU, link and dtype presets (B200, H200, H100; NVLink/NVSwitch inside a node, InfiniBand
+between nodes). Whole systems (GPUs x links x PIM stacks) are :mod:`sieve.hw.system`.
 
 This module owns *data*: peak numbers from vendor sheets and device queries, each with its
 source. It computes nothing about time; the GPU time model is :mod:`sieve.hw.gpu`, the
@@ -26,16 +26,12 @@ __all__ = [
     "GPUS",
     "LINKS",
     "MAX_GPUS_PER_NODE",
-    "SYSTEMS",
     "DType",
     "GpuSpec",
     "LinkSpec",
-    "SystemSpec",
     "get_dtype",
     "get_gpu",
     "get_link",
-    "get_system",
-    "make_system",
 ]
 
 #: An NVSwitch node holds at most 8 GPUs (HGX B200 / H100 / H200 baseboards, hardware.md §0).
@@ -211,70 +207,6 @@ class LinkSpec:
         return self
 
 
-@dataclass(frozen=True, slots=True)
-class SystemSpec:
-    """``n_gpus`` GPUs of one kind, ``gpus_per_node`` per NVSwitch node, IB between nodes."""
-
-    name: str
-    gpu: GpuSpec
-    n_gpus: int
-    gpus_per_node: int
-    inter_link: LinkSpec  # one NIC per GPU between nodes
-
-    @property
-    def n_nodes(self) -> int:
-        return -(-self.n_gpus // self.gpus_per_node)
-
-    @property
-    def intra_link(self) -> LinkSpec:
-        """NVLink through NVSwitch, built from the GPU's NVLink fields (one source of truth)."""
-        g = self.gpu
-        return LinkSpec(f"nvlink{g.nvlink_gen}", f"NVLink {g.nvlink_gen} via NVSwitch",
-                        g.nvlink_bw_gbs, g.nvlink_latency_us,
-                        {k: g.sources.get(k, "") for k in ("nvlink_bw_gbs", "nvlink_latency_us")})
-
-    def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> SystemSpec:
-        """Copy with fields replaced. Keys: ``n_gpus``, ``gpus_per_node``, ``name``, ``gpu``
-        (a name or GpuSpec), ``inter_link`` (a name or LinkSpec), ``gpu.<field>``,
-        ``inter_link.<field>``."""
-        items = dict(values or {})
-        items.update(kw)
-        gpu, link, top = self.gpu, self.inter_link, {}
-        if "gpu" in items:
-            gpu = get_gpu(items.pop("gpu"))
-        if "inter_link" in items:
-            link = get_link(items.pop("inter_link"))
-        gpu_kw = {k[4:]: v for k, v in items.items() if k.startswith("gpu.")}
-        link_kw = {k[11:]: v for k, v in items.items() if k.startswith("inter_link.")}
-        for k, v in items.items():
-            if k.startswith(("gpu.", "inter_link.")):
-                continue
-            if k not in ("n_gpus", "gpus_per_node", "name"):
-                raise ConfigError(f"system {self.name!r}: unknown override {k!r} (valid: "
-                                  "gpu, gpu.<field>, gpus_per_node, inter_link, "
-                                  "inter_link.<field>, n_gpus, name)")
-            top[k] = v
-        new = replace(self, gpu=gpu.override(gpu_kw) if gpu_kw else gpu,
-                      inter_link=link.override(link_kw) if link_kw else link, **top)
-        return new.validate()
-
-    def validate(self) -> SystemSpec:
-        what = f"system {self.name!r}"
-        for n in ("n_gpus", "gpus_per_node"):
-            v = getattr(self, n)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ConfigError(f"{what}: {n} must be a positive integer, got {v!r}")
-        if self.gpus_per_node > MAX_GPUS_PER_NODE:
-            raise ConfigError(f"{what}: gpus_per_node {self.gpus_per_node} exceeds "
-                              f"{MAX_GPUS_PER_NODE} (one NVSwitch baseboard)")
-        if self.n_gpus > self.gpus_per_node and self.n_gpus % self.gpus_per_node:
-            raise ConfigError(f"{what}: n_gpus {self.n_gpus} is not a multiple of "
-                              f"gpus_per_node {self.gpus_per_node}")
-        self.gpu.validate()
-        self.inter_link.validate()
-        return self
-
-
 def _fmt(name: str, v: Any) -> str:
     if name.endswith("_bytes"):
         return f"{v / 1e9:g} GB" if v >= 1e9 else f"{v / 1e6:g} MB"
@@ -403,31 +335,3 @@ def get_link(name: str | LinkSpec, overrides: Mapping[str, Any] | None = None) -
     """Return a link preset (``ib-ndr400``, ``ib-duplex400``, ``nvlink5``, ``nvlink4``)."""
     link = name if isinstance(name, LinkSpec) else lookup(LINKS, name, "link")
     return link.override(overrides) if overrides else link
-
-
-def make_system(gpu: str | GpuSpec = DEFAULT_GPU, n_gpus: int = 1, gpus_per_node: int | None = None,
-                inter_link: str | LinkSpec = DEFAULT_INTER_LINK, name: str | None = None
-                ) -> SystemSpec:
-    """Build a system; ``gpus_per_node`` defaults to ``min(n_gpus, 8)``."""
-    g = get_gpu(gpu)
-    if gpus_per_node is None:
-        gpus_per_node = min(n_gpus, MAX_GPUS_PER_NODE) if isinstance(n_gpus, int) else n_gpus
-    return SystemSpec(name or f"{n_gpus}x{g.name}", g, n_gpus, gpus_per_node,
-                      get_link(inter_link)).validate()
-
-
-#: Seed §7 evaluation: 1 B200 (Qwen3), 4 B200 (GPT-OSS), 8 B200 (Qwen3.5); 16 = two HGX nodes
-#: joined by IB (DESIGN.md §7 "more, with an IB tier").
-SYSTEMS: dict[str, SystemSpec] = {s.name: s for s in (
-    make_system("b200", 1), make_system("b200", 4), make_system("b200", 8),
-    make_system("b200", 16, 8), make_system("h200", 8), make_system("h100", 8),
-)}
-DEFAULT_SYSTEM = "8xb200"
-
-
-def get_system(name: str | SystemSpec, overrides: Mapping[str, Any] | None = None
-               ) -> SystemSpec:
-    """Return a system preset (``1xb200``, ``4xb200``, ``8xb200``, ``16xb200``, ``8xh200``,
-    ``8xh100``), optionally with overrides (see :meth:`SystemSpec.override`)."""
-    system = name if isinstance(name, SystemSpec) else lookup(SYSTEMS, name, "system")
-    return system.override(overrides) if overrides else system

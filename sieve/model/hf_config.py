@@ -20,6 +20,7 @@ from typing import Any
 
 from sieve.errors import ConfigError, choices
 from sieve.model.parts import GatedDeltaNet, GqaAttention, MlaAttention, Router
+from sieve.validate import check_number
 
 __all__ = ["ARCHITECTURES", "FAMILIES", "parse_hf_config", "to_hf_config"]
 
@@ -62,13 +63,14 @@ class _Fields:
 
     def number(self, key: str, default: Any = _MISSING) -> float:
         v = self.raw(key, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.error(key, f"expected a number, got {v!r}")
-        return float(v)
+        try:
+            return check_number("", "", v, lo=None)
+        except ConfigError:
+            raise self.error(key, f"expected a finite number, got {v!r}") from None
 
     def one_of(self, key: str, valid: tuple, default: Any = _MISSING) -> Any:
         v = self.raw(key, default)
-        if v not in valid:
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool) or v not in valid:
             raise self.error(key, f"unsupported value {v!r} (supported: "
                                   f"{choices(str(x) for x in valid)})")
         return v
@@ -119,7 +121,20 @@ def _common(f: _Fields, *, experts_key: str, moe_i_key: str,
 
 def _head_dim(f: _Fields, hidden: int, heads: int) -> int:
     hd = f.raw("head_dim", None)
-    return hidden // heads if hd is None else f.int("head_dim")
+    if hd is None:  # HF default: hidden_size // num_attention_heads, which must be exact
+        if hidden % heads:
+            raise f.error("head_dim", f"absent, and hidden_size {hidden} is not a multiple of "
+                                      f"num_attention_heads {heads}; give head_dim")
+        return hidden // heads
+    return f.int("head_dim")
+
+
+def _kv_heads(f: _Fields, heads: int) -> int:
+    kv = f.int("num_key_value_heads")
+    if heads % kv:
+        raise f.error("num_key_value_heads", f"{kv} does not divide num_attention_heads "
+                                             f"{heads} (each KV head serves a whole group)")
+    return kv
 
 
 def _released_format(f: _Fields, default: str = "bf16") -> str:
@@ -141,6 +156,10 @@ def _qwen_moe_layers(f: _Fields, n: int) -> tuple[tuple[int, ...], int]:
     """HF Qwen rule: MoE iff not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0."""
     step = f.int("decoder_sparse_step", 1)
     dense = set(f.int_list("mlp_only_layers", []))
+    bad = sorted(i for i in dense if not 0 <= i < n)
+    if bad:
+        raise f.error("mlp_only_layers", f"layer {bad[0]} out of range [0, {n}) "
+                                         f"(num_hidden_layers {n})")
     ids = tuple(i for i in range(n) if i not in dense and (i + 1) % step == 0)
     return ids, (f.int("intermediate_size") if len(ids) < n else 0)
 
@@ -158,8 +177,7 @@ def _mixtral(f: _Fields) -> dict[str, Any]:
     if window is not None:
         window = f.int("sliding_window")
     return dict(kw, family="mixtral",
-                attention=GqaAttention(heads, f.int("num_key_value_heads"),
-                                       _head_dim(f, h, heads)),
+                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads)),
                 layer_types=("sliding" if window else "full",) * n, sliding_window=window,
                 moe_layer_ids=tuple(range(n)), router=Router("softmax", norm_topk_prob=True))
 
@@ -173,9 +191,8 @@ def _qwen3_moe(f: _Fields) -> dict[str, Any]:
     bias = f.bool("attention_bias", False)
     ids, dense_i = _qwen_moe_layers(f, n)
     return dict(kw, family="qwen3_moe",
-                attention=GqaAttention(heads, f.int("num_key_value_heads"),
-                                       _head_dim(f, h, heads), qkv_bias=bias, o_bias=bias,
-                                       qk_norm=True),
+                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
+                                       qkv_bias=bias, o_bias=bias, qk_norm=True),
                 layer_types=("full",) * n, moe_layer_ids=ids, dense_intermediate_size=dense_i,
                 router=Router("softmax", norm_topk_prob=f.bool("norm_topk_prob", False)))
 
@@ -197,8 +214,8 @@ def _qwen_hybrid(f: _Fields, family: str) -> dict[str, Any]:
         gate, norm = f.bool("attn_output_gate", True), True
     shared_i = f.int("shared_expert_intermediate_size", 0, minimum=0)
     return dict(kw, family=family, layer_types=layer_types,
-                attention=GqaAttention(heads, f.int("num_key_value_heads"),
-                                       _head_dim(f, h, heads), qk_norm=True, output_gate=gate),
+                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
+                                       qk_norm=True, output_gate=gate),
                 linear_attention=GatedDeltaNet(
                     f.int("linear_num_key_heads"), f.int("linear_num_value_heads"),
                     f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
@@ -222,8 +239,9 @@ def _gpt_oss(f: _Fields) -> dict[str, Any]:
     layer_types = _layer_types(f, n, ("full_attention", "sliding_attention"), default)
     window = f.int("sliding_window") if "sliding" in layer_types else None
     return dict(kw, family="gpt_oss", layer_types=layer_types, sliding_window=window,
-                attention=GqaAttention(f.int("num_attention_heads"), f.int("num_key_value_heads"),
-                                       f.int("head_dim"), qkv_bias=bias, o_bias=bias, sinks=True),
+                attention=GqaAttention(heads := f.int("num_attention_heads"),
+                                       _kv_heads(f, heads), f.int("head_dim"), qkv_bias=bias,
+                                       o_bias=bias, sinks=True),
                 moe_layer_ids=tuple(range(n)), expert_bias=True, activation="swiglu_clamped",
                 swiglu_limit=f.number("swiglu_limit"),
                 router=Router("softmax", norm_topk_prob=True, bias=True),
@@ -296,12 +314,13 @@ def parse_hf_config(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     model_type = (text or {}).get("model_type", data.get("model_type"))
     if model_type is None:
         archs = data.get("architectures") or [None]
-        model_type = ARCHITECTURES.get(archs[0] if isinstance(archs, list) else None)
+        arch = archs[0] if isinstance(archs, list) else None
+        model_type = ARCHITECTURES.get(arch) if isinstance(arch, str) else None
         if model_type is None:
             raise ConfigError(f"model config {source!r}: no 'model_type' and unknown "
                               f"'architectures' {data.get('architectures')!r} (supported "
                               f"architectures: {choices(ARCHITECTURES)})")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise ConfigError(f"model config {source!r}: unsupported model_type {model_type!r} "
                           f"(supported: {choices(FAMILIES)})")
     f = _Fields(text, source, data) if text is not None else _Fields(data, source)

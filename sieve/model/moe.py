@@ -43,6 +43,7 @@ from sieve.model.parts import (
     kv_dtype_bytes,
 )
 from sieve.model.presets import PRESET_FIELDS
+from sieve.validate import check_int, check_sequence, read_text
 
 __all__ = [
     "ACTIVATIONS",
@@ -125,14 +126,22 @@ class MoeModel:
     source: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ConfigError(f"model: name must be text, got {self.name!r}")
         who = f"model {self.name!r}"
         for f in ("n_layers", "hidden_size", "vocab_size", "n_experts", "top_k",
                   "moe_intermediate_size"):
-            v = getattr(self, f)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
-                raise ConfigError(f"{who}: {f} must be a positive integer, got {v!r}")
-        object.__setattr__(self, "layer_types", tuple(self.layer_types))
-        object.__setattr__(self, "moe_layer_ids", tuple(int(i) for i in self.moe_layer_ids))
+            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=1))
+        for f in ("n_shared_experts", "shared_intermediate_size", "dense_intermediate_size",
+                  "max_position_embeddings", "n_mtp_layers"):
+            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=0))
+        object.__setattr__(self, "layer_types", check_sequence(who, "layer_types",
+                                                                self.layer_types))
+        object.__setattr__(self, "moe_layer_ids", check_sequence(
+            who, "moe_layer_ids", self.moe_layer_ids, item=lambda n, x: check_int(who, n, x)))
+        if not isinstance(self.attention, (GqaAttention, MlaAttention)):
+            raise ConfigError(f"{who}: attention must be GqaAttention or MlaAttention, got "
+                              f"{self.attention!r}")
         if len(self.layer_types) != self.n_layers:
             raise ConfigError(f"{who}: layer_types has {len(self.layer_types)} entries for "
                               f"{self.n_layers} layers")
@@ -441,17 +450,18 @@ def load_hf_config(path: str | Path, name: str | None = None) -> MoeModel:
     """
     p = Path(path)
     who = f"model config {str(p)!r}"
+    text = read_text(p, "model config")
     try:
-        data = json.loads(p.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{who}: cannot read ({exc.strerror})") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{who}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{who}: nested too deeply to be a config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{who}: expected a JSON object at top level")
     if name is None:
         name = p.parent.name if p.stem == "config" and p.parent.name else p.stem
-    kwargs = parse_hf_config(data, str(p))
+    kwargs = parse_hf_config(data, str(p))  # its errors name the file and the field
     try:
         return MoeModel(name=name, source=str(p), **kwargs)
     except ConfigError as exc:

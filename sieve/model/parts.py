@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sieve.errors import lookup
+from sieve.errors import ConfigError, lookup
+from sieve.validate import check_bool, check_int
 
 __all__ = [
     "KV_DTYPE_BYTES",
@@ -139,6 +140,16 @@ class GqaAttention:
 
     kind = "gqa"
 
+    def __post_init__(self) -> None:
+        who = "GQA attention"
+        for f in ("n_heads", "n_kv_heads", "head_dim"):
+            check_int(who, f, getattr(self, f), lo=1)
+        for f in ("qkv_bias", "o_bias", "qk_norm", "output_gate", "sinks"):
+            check_bool(who, f, getattr(self, f))
+        if self.n_heads % self.n_kv_heads:
+            raise ConfigError(f"{who}: the {self.n_kv_heads} key/value heads must divide the "
+                              f"{self.n_heads} query heads (each KV head serves a whole group)")
+
     def params(self, hidden: int) -> int:
         """Parameters of one attention layer with model width ``hidden``."""
         q_out = self.n_heads * self.head_dim * (2 if self.output_gate else 1)
@@ -181,6 +192,12 @@ class MlaAttention:
     v_head_dim: int
 
     kind = "mla"
+
+    def __post_init__(self) -> None:
+        for f in ("n_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                  "v_head_dim"):
+            check_int("MLA attention", f, getattr(self, f), lo=1)
+        check_int("MLA attention", "q_lora_rank", self.q_lora_rank, lo=0)
 
     def params(self, hidden: int) -> int:
         """Parameters of one MLA layer with model width ``hidden``."""
@@ -226,6 +243,15 @@ class GatedDeltaNet:
     conv_kernel: int
 
     kind = "gdn"
+
+    def __post_init__(self) -> None:
+        who = "Gated DeltaNet"
+        for f in ("n_qk_heads", "n_v_heads", "qk_head_dim", "v_head_dim"):
+            check_int(who, f, getattr(self, f), lo=1)
+        check_int(who, "conv_kernel", self.conv_kernel, lo=2)
+        if self.n_v_heads % self.n_qk_heads:
+            raise ConfigError(f"{who}: the {self.n_qk_heads} query/key heads must divide the "
+                              f"{self.n_v_heads} value heads")
 
     @property
     def key_dim(self) -> int:

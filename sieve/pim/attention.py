@@ -141,8 +141,8 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
     """Gated-DeltaNet decode of ``batch`` sequences on the GPU (ns): read and write every
     sequence's recurrent + conv state once (``2 x`` :meth:`MoeModel.recurrent_state_bytes`),
     ``8 n_v d_k d_v`` FLOP per sequence (two state GEMVs and the rank-1 update), one kernel
-    (:func:`sieve.hw.gpu.kernel_time_s`)."""
-    from sieve.hw.gpu import get_calibration, kernel_time_s
+    (:func:`sieve.hw.gpu.kernel_time_ns`)."""
+    from sieve.hw.gpu import get_calibration, kernel_time_ns
     from sieve.hw.presets import get_gpu
     from sieve.model.moe import get_model
 
@@ -157,8 +157,8 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
     la = m.linear_attention
     nbytes = 2 * batch * m.recurrent_state_bytes(layer, state_dtype)
     flops = 8.0 * batch * la.n_v_heads * la.qk_head_dim * la.v_head_dim
-    comp = flops / (cal.eta_c_bf16 * g.peak_tflops("bf16") * 1e12)
-    return kernel_time_s(nbytes, comp, gpu=g, t0_s=cal.t0_gemm_bf16_s) * 1e9
+    comp = flops / (cal.eta_c_bf16 * g.peak_tflops("bf16") * 1e3)  # ns
+    return kernel_time_ns(nbytes, comp, gpu=g, calib=cal, t0_ns=cal.t0_gemm_bf16_s * 1e9)
 
 
 def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,

@@ -5,7 +5,7 @@ non-linear steps between two GEMVs run on the GPU: results are read back (RDRES,
 engine), the GPU computes, and the next GEMV's input is written (GWRITE, timed by the engine).
 The GPU's share is charged as the next kernel's ``gap_ns`` (:class:`sieve.dram.GemvKernel`).
 
-One GPU step costs :func:`sieve.hw.gpu.kernel_time_s` with the GPU's calibrated fixed per-kernel
+One GPU step costs :func:`sieve.hw.gpu.kernel_time_ns` with the GPU's calibrated fixed per-kernel
 cost ``t0_gemm`` (bf16; 2.56 µs on the B200 fit, docs/validation.md *GPU cost model*) and the
 bytes it touches (read-back results or partial sums, outputs) at the calibrated HBM rate
 (``eta_bw x`` spec bandwidth). ⚠ Two assumptions: (1) a step costs as much as one launched
@@ -40,10 +40,11 @@ class GpuStep:
         into a step that is paid anyway)."""
         if n_bytes < 0:
             raise ConfigError(f"GPU step: bytes must be >= 0, got {n_bytes}")
-        from sieve.hw.gpu import kernel_time_s
+        from sieve.hw.gpu import get_calibration, kernel_time_ns
 
-        t0 = self.fixed_ns * 1e-9 if fixed else 0.0
-        return kernel_time_s(n_bytes, 0.0, gpu=self.gpu, t0_s=t0) * 1e9
+        t0 = self.fixed_ns if fixed else 0.0
+        return kernel_time_ns(n_bytes, 0.0, gpu=get_gpu(self.gpu),
+                              calib=get_calibration(self.gpu), t0_ns=t0)
 
 
 def gpu_step(gpu: str | GpuSpec = "b200", fixed_ns: float | None = None) -> GpuStep:

@@ -36,6 +36,7 @@ from sieve.dram.device import GemvKernel
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError
+from sieve.validate import check_int
 
 __all__ = [
     "GemvLayout",
@@ -100,9 +101,7 @@ def spec_key(spec: DramSpec) -> str:
 
 
 def _check_int(who: str, name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ConfigError(f"{who}: {name} must be an integer >= 1, got {v!r}")
-    return v
+    return check_int(who, name, v, lo=1)  # numpy integers accepted, returned as int
 
 
 def col_group_choices(spec: DramSpec | str, in_cols: int, n_pcs: int | None = None,
@@ -198,20 +197,19 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
     who = "GEMV lowering"
     if spec.pim is None:
         raise ConfigError(f"{who}: spec {spec.name!r} has no PIM units")
-    for name, v in (("out_rows", out_rows), ("in_cols", in_cols), ("n_vectors", n_vectors)):
-        _check_int(who, name, v)
+    out_rows, in_cols, n_vectors = (_check_int(who, name, v) for name, v in (
+        ("out_rows", out_rows), ("in_cols", in_cols), ("n_vectors", n_vectors)))
     o = spec.org
-    n_pcs = o.total_pseudochannels if n_pcs is None else n_pcs
-    if isinstance(n_pcs, bool) or not isinstance(n_pcs, int) or not (
-            1 <= n_pcs <= o.total_pseudochannels):
-        raise ConfigError(f"{who}: n_pcs must be an integer in [1, {o.total_pseudochannels}], "
-                          f"got {n_pcs!r}")
-    wb = spec.pim.dtype_bytes if weight_bytes is None else weight_bytes
-    if not isinstance(wb, int) or wb < 1 or o.access_bytes % wb:
+    n_pcs = check_int(who, "n_pcs", o.total_pseudochannels if n_pcs is None else n_pcs, lo=1,
+                      hi=o.total_pseudochannels)
+    wb = check_int(who, "weight_bytes", spec.pim.dtype_bytes if weight_bytes is None
+                   else weight_bytes, lo=1)
+    if o.access_bytes % wb:
         raise ConfigError(f"{who}: weight_bytes must divide the {o.access_bytes}-byte burst, "
                           f"got {wb!r}")
-    if not isinstance(out_bytes, int) or out_bytes < 1:
-        raise ConfigError(f"{who}: out_bytes must be an integer >= 1, got {out_bytes!r}")
+    out_bytes = check_int(who, "out_bytes", out_bytes, lo=1)
+    if not isinstance(col_groups, str):
+        col_groups = check_int(who, "col_groups", col_groups, lo=1)
     capacity = n_pcs * o.banks_per_pc * o.rows * o.row_bytes
     if out_rows * in_cols * wb > capacity:
         raise ConfigError(f"{who}: a {out_rows} x {in_cols} matrix of {wb}-byte weights "

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sieve.errors import ConfigError, lookup
+from sieve.validate import check_memory, check_sequence
 from sieve.workload.stats import BIN_LABELS, bin_counts
 
 __all__ = [
@@ -57,25 +58,27 @@ class CharacterizeConfig:
         from sieve.workload.router import PRESET_FITS
 
         lookup(PRESET_FITS, self.router_fit, "--router-fit")
-
-        if not self.models:
+        # a string is refused, not iterated letter by letter (models="qwen3-30b-a3b" -> 'q')
+        models = check_sequence("--models", "the model list", self.models)
+        if not models:
             raise ConfigError("--models: empty list (known: " + ", ".join(sorted(MODELS)) + ")")
-        names = tuple(
-            lookup(MODELS, m, "--models: model") and m.strip().lower() for m in self.models
-        )
+        names = tuple(lookup(MODELS, m, "--models: model") and m.strip().lower() for m in models)
         object.__setattr__(self, "models", names)
-        if not self.batch_sizes:
+        batches = check_sequence("--batch", "the batch list", self.batch_sizes)
+        if not batches:
             raise ConfigError("--batch: empty list (give positive integers, e.g. 1,4,16,64)")
-        for b in self.batch_sizes:
+        for b in batches:
             if (
                 not isinstance(b, (int, np.integer))
                 or isinstance(b, bool)
                 or not 1 <= b <= MAX_BATCH
             ):
                 raise ConfigError(f"--batch: {b!r} is not an integer in 1..{MAX_BATCH}")
+        object.__setattr__(self, "batch_sizes", tuple(int(b) for b in batches))
         for name, v, lo in (("--steps", self.n_steps, 1), ("--seed", self.seed, 0)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
                 raise ConfigError(f"{name}: {v!r} is not an integer >= {lo}")
+            object.__setattr__(self, "n_steps" if name == "--steps" else "seed", int(v))
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -123,9 +126,17 @@ def characterize(config: CharacterizeConfig) -> list[dict]:
     from sieve.model.moe import get_model
     from sieve.workload.router import SyntheticRouter
 
+    routers = {name: SyntheticRouter(name, seed=config.seed, fit=config.router_fit)
+               for name in config.models}
+    b_max = max(config.batch_sizes)
+    for name, router in routers.items():  # refuse a run that cannot fit before computing any
+        sh = router.shape
+        need = (router.memory_bytes(b_max, config.n_steps)
+                + 16.0 * config.n_steps * sh.n_layers * sh.n_experts)  # counts + bins
+        check_memory(f"characterize {name!r} at batch {b_max} x {config.n_steps} steps", need,
+                     "lower --batch or --steps")
     rows = []
-    for name in config.models:
-        router = SyntheticRouter(name, seed=config.seed, fit=config.router_fit)
+    for name, router in routers.items():
         model = get_model(name)
         for b in config.batch_sizes:
             trace = router.generate(int(b), config.n_steps)
@@ -160,17 +171,20 @@ def read_table_csv(path: str | Path) -> list[dict]:
     return rows
 
 
-def run_characterize(config: CharacterizeConfig, out_dir: str | Path) -> list[Path]:
+def run_characterize(config: CharacterizeConfig, out_dir: str | Path, *,
+                     flag: str = "--out") -> list[Path]:
     """Compute the table, render the Figure 3/5 plots, then write everything to ``out_dir``.
 
-    All outputs are produced in memory first and written atomically afterwards, so a failure
-    leaves no partial file. Returns the written paths.
+    The output folder is checked first (before any work), then everything is produced in
+    memory and written as one run folder (:func:`sieve.outputs.write_run`): a failure leaves
+    no partial file and an earlier run's folder untouched. Returns the written paths.
     """
     import json
 
-    from sieve.outputs import write_files
+    from sieve.outputs import check_out_dir, write_run
     from sieve.report import plots
 
+    check_out_dir(out_dir, flag=flag)
     rows = characterize(config)
     payload: dict[str, bytes] = {
         "characterize.csv": table_to_csv(rows).encode(),
@@ -179,13 +193,14 @@ def run_characterize(config: CharacterizeConfig, out_dir: str | Path) -> list[Pa
             + "\n"
         ).encode(),
     }
-    for stem, fig in (
-        ("fig3_act_ratio", plots.plot_act_ratio(rows)),
-        ("fig5_token_bins", plots.plot_token_bins(rows)),
+    for stem, make in (
+        ("fig3_act_ratio", plots.plot_act_ratio),
+        ("fig5_token_bins", plots.plot_token_bins),
     ):
-        for ext in ("png", "pdf"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-            payload[f"{stem}.{ext}"] = buf.getvalue()
-        plots.close(fig)
-    return write_files(out_dir, payload)
+        fig = make(rows)
+        try:
+            for ext in ("png", "pdf"):
+                payload[f"{stem}.{ext}"] = plots.render(fig, ext)
+        finally:
+            plots.close(fig)
+    return write_run(out_dir, payload, command="characterize", flag=flag)

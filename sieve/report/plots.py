@@ -1,8 +1,11 @@
-"""Figures from result tables only: ``plot_<name>(table, *, ax=None) -> Figure``.
+"""Figures from result tables only: ``plot_<name>(table, *, ax=None) -> Figure``, and
+:func:`render`, the one way a figure becomes file bytes.
 
 This module never runs a simulation or generates a trace; it reads tidy rows (dicts with the
 columns of :data:`sieve.report.characterize.COLUMNS`). matplotlib is imported lazily with the Agg
-backend; nothing calls ``plt.show()``.
+backend; nothing calls ``plt.show()``. :func:`render` leaves out every piece of metadata that
+changes from run to run (the PDF/PS creation date, the SVG date and random ids), so the same
+table gives byte-identical figure files.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["close", "plot_act_ratio", "plot_load_skew", "plot_token_bins"]
+__all__ = ["FORMATS", "close", "plot_act_ratio", "plot_load_skew", "plot_token_bins", "render"]
 
 # shared style
 FIGSIZE_IN = (6.4, 4.0)
@@ -32,6 +35,32 @@ def _mpl():
 def close(fig: Any) -> None:
     """Release a figure made here."""
     _mpl().close(fig)
+
+
+#: Figure file formats :func:`render` writes, with the metadata keys that would carry a date.
+FORMATS = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None},
+           "ps": {"CreationDate": None}, "eps": {"CreationDate": None}}
+
+
+def render(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
+    """The figure as file bytes in ``fmt`` (png, pdf, svg, ps, eps), byte-reproducible.
+
+    Dates are left out of the metadata and SVG ids are derived from a fixed salt, so rendering
+    the same figure in another process (or on another day) gives the same bytes (same
+    matplotlib and fonts assumed).
+    """
+    import io
+
+    import matplotlib
+
+    if fmt not in FORMATS:
+        from sieve.errors import ConfigError, choices
+
+        raise ConfigError(f"figure format {fmt!r}: unknown (known: {choices(FORMATS)})")
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "sieve", "pdf.compression": 6}):
+        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=FORMATS[fmt])
+    return buf.getvalue()
 
 
 def _select(table: Sequence[dict], stat: str) -> dict[str, list[dict]]:

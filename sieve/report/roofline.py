@@ -11,7 +11,7 @@ Operations of one decode step with ``batch`` requests (docs/pim.md, *Figure 4*):
   at the window), MLA ``2 n_h (d_k + d_v) L`` FLOP over ``(kv_lora_rank + rope) L`` elements
   (absorbed weights), Gated DeltaNet ``8 n_v d_k d_v`` FLOP over the state read + written;
 * **QKV generation** per layer type: a GEMM of ``batch`` tokens over the token mixer's input
-  projections (bytes as :func:`sieve.hw.gpu.gemm_time_s`);
+  projections (bytes as :func:`sieve.hw.gpu.gemm_time_ns`);
 * **routed experts**: every expert with ``N > 0`` tokens in every MoE layer of the step,
   FLOPs and bytes from :func:`sieve.hw.gpu.expert_gemm_cost` (gate/up + down, bf16); and the
   shared experts (``N = batch``).
@@ -28,11 +28,15 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sieve.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sieve.dram.spec import DramSpec
+    from sieve.hw.presets import GpuSpec
 
 __all__ = ["COLUMNS", "roofline_table", "plot_roofline", "table_to_csv", "run_roofline"]
 
@@ -96,7 +100,23 @@ def _check_int(flag: str, v, lo: int = 1) -> int:
     return int(v)
 
 
-def roofline_table(model, batch: int, *, spec: str | None = None, gpu: str = "b200",
+def _resolved(gpu: GpuSpec, spec: DramSpec | None) -> tuple[GpuSpec, DramSpec]:
+    """The GPU and the PIM spec (None: the GPU's own stacks), or one ConfigError."""
+    from sieve.dram.spec import DramSpec
+    from sieve.hw.presets import GpuSpec
+
+    if not isinstance(gpu, GpuSpec):
+        raise ConfigError(f"roofline: gpu must be a GpuSpec (resolve a preset name once with "
+                          f"sieve.hw.get_gpu, or pass SystemConfig.gpu), got {gpu!r}")
+    if spec is None:
+        return gpu, gpu.dram_spec()
+    if not isinstance(spec, DramSpec):
+        raise ConfigError(f"roofline: spec must be a DramSpec (sieve.dram.get_spec, or "
+                          f"SystemConfig.memory) or None (the GPU's own stacks), got {spec!r}")
+    return gpu, spec
+
+
+def roofline_table(model, batch: int, *, gpu: GpuSpec, spec: DramSpec | None = None,
                    seed: int = 0, context: int = 2048, counts: np.ndarray | None = None
                    ) -> list[dict]:
     """Tidy rows of Figure 4 (columns :data:`COLUMNS`).
@@ -104,23 +124,22 @@ def roofline_table(model, batch: int, *, spec: str | None = None, gpu: str = "b2
     Args:
         model: model preset name, config path or :class:`~sieve.model.moe.MoeModel`.
         batch: decode requests in the step (tokens routed).
-        spec: PIM preset (default: the GPU's attached ``memory_spec``).
-        gpu: GPU preset.
+        gpu: the GPU (a :class:`~sieve.hw.presets.GpuSpec`, e.g. ``SystemConfig.gpu``).
+        spec: the PIM stacks (a :class:`~sieve.dram.spec.DramSpec`, e.g.
+            ``SystemConfig.memory``; None: the GPU's attached stacks,
+            :meth:`GpuSpec.dram_spec`).
         seed: router seed.
         context: cached tokens per request.
         counts: ``(n_moe_layers, n_experts)`` token counts to use instead of sampling.
     """
-    from sieve.dram.presets import get_spec
     from sieve.hw.gpu import expert_gemm_cost
-    from sieve.hw.presets import get_gpu
     from sieve.model.moe import get_model
 
     m = model if hasattr(model, "expert_gemv") else get_model(model)
     batch = _check_int("batch", batch)
     context = _check_int("context", context)
     seed = _check_int("seed", seed, 0)
-    g = get_gpu(gpu)
-    s = get_spec(spec) if spec is not None else g.dram_spec()
+    g, s = _resolved(gpu, spec)
     if s.pim is None:
         raise ConfigError(f"roofline: spec {s.name!r} has no PIM units")
     gpu_c = (g.peak_tflops("bf16"), g.hbm_bw_gbs / 1e3)  # TFLOP/s, TB/s
@@ -295,14 +314,20 @@ def _coinciding(rows: Sequence[dict]) -> dict[tuple[float, float], str]:
     return out
 
 
-def run_roofline(model, batch: int, out_dir: str | Path, *, spec: str | None = None,
-                 gpu: str = "b200", seed: int = 0, context: int = 2048) -> list[Path]:
+def run_roofline(model, batch: int, out_dir: str | Path, *, gpu: GpuSpec,
+                 spec: DramSpec | None = None, seed: int = 0, context: int = 2048,
+                 flag: str = "--out") -> list[Path]:
     """Compute the table, draw the figure, then write ``roofline.csv``, ``roofline.png``,
-    ``roofline.pdf`` and ``config.json`` to ``out_dir`` (atomically, all or nothing)."""
+    ``roofline.pdf`` and ``config.json`` to ``out_dir`` as one run folder (all or nothing; the
+    folder is checked before any work, see :func:`sieve.outputs.write_run`). ``gpu``,
+    ``spec``: as :func:`roofline_table`."""
     import json
 
-    from sieve.outputs import write_files
+    from sieve.outputs import check_out_dir, write_run
+    from sieve.report import plots
 
+    check_out_dir(out_dir, flag=flag)
+    gpu, spec = _resolved(gpu, spec)
     rows = roofline_table(model, batch, spec=spec, gpu=gpu, seed=seed, context=context)
     name = model if isinstance(model, str) else model.name
     n_exp = sum(r["kind"] == "expert" for r in rows)
@@ -313,14 +338,13 @@ def run_roofline(model, batch: int, out_dir: str | Path, *, spec: str | None = N
     payload = {"roofline.csv": table_to_csv(rows).encode()}
     try:
         for ext in ("png", "pdf"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-            payload[f"roofline.{ext}"] = buf.getvalue()
+            payload[f"roofline.{ext}"] = plots.render(fig, ext)
     finally:
-        _mpl().close(fig)
+        plots.close(fig)
     payload["config.json"] = (json.dumps(
-        {"command": "roofline", "model": name, "batch": batch, "spec": spec, "gpu": gpu,
+        {"command": "roofline", "model": name, "batch": batch, "spec": spec.name,
+         "gpu": gpu.name,
          "seed": seed, "context": context,
          "router": "sieve.workload.router.SyntheticRouter (preset)"},
         indent=2, sort_keys=True) + "\n").encode()
-    return write_files(out_dir, payload)
+    return write_run(out_dir, payload, command="roofline", flag=flag)

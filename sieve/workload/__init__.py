@@ -3,10 +3,20 @@
 Layer: above :mod:`sieve.model`. Modules: :mod:`~sieve.workload.trace` (:class:`RoutingTrace`,
 the versioned ``.npz`` format, per-GPU count helpers), :mod:`~sieve.workload.importers` (vLLM
 router logs, count matrices, OLMoE/Mixtral expert-count files), :mod:`~sieve.workload.router`
-(the seeded, calibrated :class:`SyntheticRouter`) and :mod:`~sieve.workload.stats` (act-ratio,
-token-count bins, skew, overlap, NMI).
+(the seeded, calibrated :class:`SyntheticRouter`), :mod:`~sieve.workload.stats` (act-ratio,
+token-count bins, skew, overlap, NMI), :mod:`~sieve.workload.profiles` (sequence-length profiles:
+HH-RLHF, MATH-500, InferenceMAX, fixed, your own) and :mod:`~sieve.workload.batch` (seeded
+decode-only and colocated batches of one step, and their routing).
 """
 
+from sieve.workload.batch import (  # noqa: F401
+    Batch,
+    colocated_batch,
+    decode_batch,
+    expected_decode_context,
+    prefill_cap,
+    step_trace,
+)
 from sieve.workload.importers import (  # noqa: F401
     LayerTransitions,
     read_allenai_counts,
@@ -14,6 +24,13 @@ from sieve.workload.importers import (  # noqa: F401
     read_count_matrix,
     read_fiddler_popularity,
     read_vllm_router_log,
+)
+from sieve.workload.profiles import (  # noqa: F401
+    PROFILES,
+    Profile,
+    fixed_profile,
+    get_profile,
+    load_profile,
 )
 from sieve.workload.router import (  # noqa: F401
     DEFAULT_PARAMS,
@@ -55,6 +72,7 @@ from sieve.workload.trace import (  # noqa: F401
 
 __all__ = [
     "BIN_LABELS",
+    "Batch",
     "CountTrace",
     "DECODE",
     "DEFAULT_PARAMS",
@@ -64,6 +82,8 @@ __all__ = [
     "PREFILL",
     "PRESET_FITS",
     "PRESET_SOURCES",
+    "PROFILES",
+    "Profile",
     "ROUTER_PRESETS",
     "RouterParams",
     "RouterShape",
@@ -71,24 +91,32 @@ __all__ = [
     "SyntheticRouter",
     "TraceMeta",
     "bin_counts",
+    "colocated_batch",
     "contiguous_placement",
+    "decode_batch",
     "dirichlet_logits",
+    "expected_decode_context",
+    "fixed_profile",
     "generate_trace",
+    "get_profile",
     "get_router_params",
     "gpu_counts",
     "gpu_loads",
     "iid_coverage",
     "iid_overlap",
     "iter_trace_chunks",
+    "load_profile",
     "load_skew",
     "load_trace",
     "nmi_from_joint",
+    "prefill_cap",
     "read_allenai_counts",
     "read_allenai_crosslayer",
     "read_count_matrix",
     "read_fiddler_popularity",
     "read_vllm_router_log",
     "step_stats",
+    "step_trace",
     "temporal_overlap",
     "top1_joint",
 ]

@@ -17,8 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from sieve.errors import TraceFormatError
-from sieve.workload.trace import DECODE, PREFILL, CountTrace, RoutingTrace, TraceMeta
+from sieve.errors import ConfigError, TraceFormatError
+from sieve.validate import check_int, parse_int
+from sieve.workload.trace import (
+    _NPZ_ERRORS,
+    DECODE,
+    PREFILL,
+    CountTrace,
+    RoutingTrace,
+    TraceMeta,
+    _member,
+)
 
 __all__ = [
     "LayerTransitions",
@@ -64,23 +73,39 @@ def _parse_log(path: Path, top_k: int | None) -> tuple[dict[int, list[list[dict]
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
     with fh:
-        for lineno, text in enumerate(fh, 1):
+        lineno = 0
+        while True:
+            try:
+                text = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise _fail(path, lineno + 1, None, f"not UTF-8 text (byte {exc.start} of the "
+                            f"line)") from None
+            if not text:
+                break
+            lineno += 1
             if not text.strip():
                 continue
             try:
                 rec = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise _fail(path, lineno, None, f"invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise _fail(path, lineno, None, "nested too deeply") from None
             if not isinstance(rec, dict):
                 raise _fail(path, lineno, None, "a record must be a JSON object")
             kind = rec.get("type", "route")
             if kind == "meta":
                 meta = rec
-                top_k = top_k or meta.get("top_k")
+                k = meta.get("top_k")
+                if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+                    raise _fail(path, lineno, "top_k", f"expected an int >= 1, got {k!r}")
+                top_k = top_k or k
                 continue
             if kind != "route":
                 raise _fail(path, lineno, "type", f"unknown record type {kind!r} (meta, route)")
             ids = _int_list(rec, "topk_ids", path, lineno, top_k)
+            if not ids:
+                raise _fail(path, lineno, "topk_ids", "empty (expected top_k expert ids)")
             top_k = top_k or len(ids)
             if len(set(ids)) != len(ids):
                 raise _fail(path, lineno, "topk_ids", f"repeated expert id in {ids}")
@@ -161,6 +186,8 @@ def read_vllm_router_log(
                 )
             per_layer[layer] = (path, passes)
     layer_ids = sorted(per_layer)
+    if not layer_ids:
+        raise _fail(paths[0], None, "type", "no route records in the file(s)")
     ref_path, ref = per_layer[layer_ids[0]]
     sizes = [len(p) for p in ref]
     for layer in layer_ids[1:]:
@@ -291,8 +318,12 @@ def _load_json(path: Path) -> Any:
             return json.load(fh)
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise _fail(path, None, None, f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise _fail(path, exc.lineno, None, f"invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise _fail(path, None, None, "JSON nested too deeply") from None
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
@@ -301,6 +332,10 @@ def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
             rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise _fail(path, None, None, f"not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:
+        raise _fail(path, None, None, f"not a CSV file ({exc})") from None
     if not rows:
         raise _fail(path, None, "counts", "empty file")
     header = None
@@ -314,11 +349,11 @@ def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
             r = r[1:]
         vals = []
         for j, c in enumerate(r):
-            name = header[j + layer_col] if header else f"column {j + 1}"
-            try:
-                v = int(c)
-            except ValueError:
-                raise _fail(path, i, name, f"expected an integer count, got {c!r}") from None
+            name = (header[j + layer_col] if header and j + layer_col < len(header)
+                    else f"column {j + 1 + layer_col}")
+            v = parse_int(c.strip())
+            if v is None:
+                raise _fail(path, i, name, f"expected an integer count, got {c!r}")
             if v < 0:
                 raise _fail(path, i, name, f"count must be >= 0, got {v}")
             vals.append(v)
@@ -327,11 +362,39 @@ def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
         out.append(vals)
     if not out:
         raise _fail(path, None, "counts", "no data rows")
-    try:
-        lids = [int(x) for x in layers] if layer_col else None
-    except ValueError:
-        raise _fail(path, None, header[0], "layer ids must be integers") from None
+    lids = [parse_int(x.strip()) for x in layers] if layer_col else None
+    if lids is not None and any(x is None for x in lids):
+        raise _fail(path, None, header[0], "layer ids must be integers")
     return np.asarray(out, dtype=np.int64), lids
+
+
+def _count_array(path: Path, value: Any, field: str) -> np.ndarray:
+    """Nested lists of whole, non-negative, finite counts (ints or floats like 807392.0)."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _fail(path, None, field, "expected nested lists of counts of one shape") from None
+    if arr.ndim not in (2, 3) or 0 in arr.shape:
+        raise _fail(path, None, field, f"expected [layer][expert] (or [step][layer][expert]) "
+                    f"counts, got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.round(arr)) | (arr >= 2.0**62)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _fail(path, None, field + "".join(f"[{i}]" for i in idx),
+                    f"expected a whole count >= 0, got {float(arr[idx])!r}")
+    return arr.astype(np.int64)
+
+
+def _sglang_counts(path: Path, d: dict) -> tuple[np.ndarray, list[int], list[int]]:
+    """SGLang expert-distribution record: ``logical_count`` [layer][expert] or
+    [step][layer][expert]; returns (counts of the kept rows, their layer ids, dropped rows)."""
+    c = _count_array(path, d["logical_count"], "logical_count")
+    if c.ndim == 3:  # SGLang's buffered dump: one matrix per recorded step; sum them
+        c = c.sum(axis=0)
+    zero = c.sum(axis=1) == 0
+    if zero.all():
+        raise _fail(path, None, "logical_count", "every layer is all zero (no routed tokens)")
+    return c[~zero], np.flatnonzero(~zero).tolist(), np.flatnonzero(zero).tolist()
 
 
 def read_count_matrix(
@@ -339,45 +402,92 @@ def read_count_matrix(
 ) -> CountTrace:
     """Read a per-layer per-expert count matrix (rows = layers, columns = experts).
 
-    Accepted: ``.csv`` (optional header row; a first column named ``layer`` gives layer ids),
-    ``.json`` (a list of rows, or an object with ``counts`` and optional ``layers``), ``.npz``
-    (array ``counts``, optional ``layer_ids``). Counts are selections: a token counted at
-    ``top_k`` experts adds ``top_k`` to its row.
+    Accepted:
+
+    * ``.csv``: optional header row; a first column named ``layer`` gives layer ids;
+    * ``.json``: a list of rows; or ``{"counts": [...], "layers": [...]}``; or SGLang's
+      expert-distribution record ``{"logical_count": ...}`` (the file ``--init-expert-location``
+      reads and the EPLB statistics SGLang publishes): ``[layer][expert]`` over all decoder
+      layers of the model, or ``[step][layer][expert]`` (SGLang's buffered dump; summed over
+      steps). Counts may be written as floats (``807392.0``) but must be whole. All-zero rows
+      are layers without routed experts (DeepSeek-V3's first three dense layers): they are
+      dropped, the kept rows keep their row index as layer id, and the dropped ones are listed
+      in ``meta.extra["dropped_zero_layers"]`` and in ``meta.source``;
+    * ``.npz``: array ``counts``, optional ``layer_ids`` (never unpickled).
+
+    PyTorch ``.pt`` dumps are pickles and are refused (convert them to the JSON form above).
+    Counts are selections: a token counted at ``top_k`` experts adds ``top_k`` to its row.
+
+    Raises:
+        TraceFormatError: unreadable file or a malformed field (names the file and field).
     """
     path = Path(path)
+    top_k = check_int("count matrix", "top_k", top_k, lo=1)
     lids = None
+    extra: dict[str, Any] = {}
+    source = f"count matrix {path.name}"
     suffix = path.suffix.lower()
     if suffix == ".csv":
         counts, lids = _read_csv(path)
     elif suffix == ".json":
         d = _load_json(path)
-        rows = d.get("counts") if isinstance(d, dict) else d
-        counts = _check_matrix(path, rows, "counts")
-        lids = d.get("layers") if isinstance(d, dict) else None
+        if isinstance(d, dict) and "logical_count" in d:
+            counts, lids, dropped = _sglang_counts(path, d)
+            extra = {"format": "sglang logical_count", "dropped_zero_layers": dropped}
+            source = f"SGLang expert distribution {path.name}" + (
+                f" (all-zero layers {_ranges(dropped)} dropped: no routed experts)"
+                if dropped else "")
+        else:
+            rows = d.get("counts") if isinstance(d, dict) else d
+            counts = _check_matrix(path, rows, "counts")
+            lids = d.get("layers") if isinstance(d, dict) else None
     elif suffix == ".npz":
         try:
-            with np.load(path, allow_pickle=False) as z:
-                if "counts" not in z.files:
-                    raise _fail(path, None, "counts", "missing")
-                counts = np.asarray(z["counts"])
-                lids = z["layer_ids"].tolist() if "layer_ids" in z.files else None
-        except (OSError, ValueError) as exc:
-            raise TraceFormatError(f"{path}: cannot read as .npz ({exc})") from None
-        if counts.ndim != 2 or not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
+            z = np.load(path, allow_pickle=False)
+        except _NPZ_ERRORS as exc:
+            raise TraceFormatError(f"{path}: cannot read as .npz ({exc or 'empty file'})"
+                                   ) from None
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise TraceFormatError(f"{path}: a single .npy array, not an .npz with 'counts'")
+        with z:
+            if "counts" not in z.files:
+                raise _fail(path, None, "counts", "missing")
+            counts = _member(path, z, "counts")
+            lids = _member(path, z, "layer_ids").tolist() if "layer_ids" in z.files else None
+        if counts.ndim != 2 or counts.dtype.kind not in "iu" or (counts < 0).any():
             raise _fail(path, None, "counts", "expected a 2-D array of non-negative integers")
+    elif suffix in (".pt", ".pth", ".pkl", ".pickle"):
+        raise _fail(path, None, None, f"{suffix} files are Python pickles, which sieve never "
+                    "loads; save the counts as JSON ({\"logical_count\": [[...], ...]}), CSV "
+                    "or .npz")
     else:
         raise _fail(path, None, None, f"unknown extension {suffix!r} (.csv, .json, .npz)")
-    lids = list(layer_ids) if layer_ids is not None else (lids or list(range(len(counts))))
+    if layer_ids is not None:
+        lids = list(layer_ids)
+    elif lids is None:
+        lids = list(range(len(counts)))
+    elif not isinstance(lids, list):
+        raise _fail(path, None, "layers", f"expected a list of layer ids, got {lids!r}")
     if len(lids) != len(counts):
         raise _fail(path, None, "layers", f"{len(lids)} layer ids for {len(counts)} rows")
-    meta = TraceMeta(
-        model=model,
-        n_experts=counts.shape[1],
-        top_k=top_k,
-        layer_ids=lids,
-        source=f"count matrix {path.name}",
-    )
+    try:
+        meta = TraceMeta(model=model, n_experts=counts.shape[1], top_k=top_k, layer_ids=lids,
+                         source=source, extra=extra)
+    except ConfigError as exc:
+        raise TraceFormatError(f"{path}: {exc}") from None
     return CountTrace(counts=counts, meta=meta, n_tokens=int(counts[0].sum() // top_k))
+
+
+def _ranges(ids: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ", ".join(out)
 
 
 def _field(path: Path, d: Any, key: str, kind: type) -> Any:

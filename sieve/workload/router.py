@@ -21,7 +21,8 @@ which produced the preset values below). Model (docs/traces.md, "Synthetic route
 
 Randomness is explicit: an int ``seed`` (or a Generator, from which one int is drawn) is
 recorded in the trace metadata. Static popularity uses stream ``[seed, 0]`` (the same for every
-batch size); dynamics use ``[seed, 1, batch_size]``.
+batch size); dynamics use ``[seed, 1, batch_size]``; one mixed step
+(:meth:`SyntheticRouter.route_step`) uses ``[seed, 2, step]`` and ``[seed, 2, step, request]``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import numpy as np
 from scipy.special import gammaincinv, log_ndtr
 
 from sieve.errors import ConfigError, lookup
-from sieve.workload.trace import DECODE, PREFILL, RoutingTrace, TraceMeta
+from sieve.validate import check_int, check_memory, check_name, check_sequence
+from sieve.workload.trace import DECODE, MAX_EXPERTS, PREFILL, RoutingTrace, TraceMeta
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -182,13 +184,14 @@ class RouterShape:
     layer_ids: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
-        if not (1 <= self.top_k <= self.n_experts) or not self.layer_ids:
-            raise ConfigError(
-                f"router shape {self.name!r}: need 1 <= top_k <= n_experts and >= 1 layer "
-                f"(got top_k={self.top_k}, n_experts={self.n_experts}, "
-                f"{len(self.layer_ids)} layers)"
-            )
+        who = f"router shape {self.name!r}"
+        check_name("router shape", "name", self.name)
+        # expert ids are stored as int16 in traces (sieve.workload.trace.MAX_EXPERTS)
+        n_e = check_int(who, "n_experts", self.n_experts, lo=1, hi=MAX_EXPERTS)
+        check_int(who, "top_k", self.top_k, lo=1, hi=n_e)
+        object.__setattr__(self, "layer_ids", check_sequence(
+            who, "layer_ids", self.layer_ids, min_len=1,
+            item=lambda n, x: check_int(who, n, x, lo=0)))
 
     @property
     def n_layers(self) -> int:
@@ -224,6 +227,17 @@ def _topk(scores: np.ndarray, k: int) -> np.ndarray:
     idx = np.argpartition(scores, E - k, axis=1)[:, E - k :]
     order = np.argsort(-np.take_along_axis(scores, idx, axis=1), axis=1, kind="stable")
     return np.take_along_axis(idx, order, axis=1)
+
+
+def _ar1(state: np.ndarray, eps: np.ndarray, a: float, b: float):
+    """``x_t = a x_{t-1} + b eps_t`` along axis 0 from ``x_{-1} = state``: ``(x, x[-1])``."""
+    x = eps * np.float32(b)
+    if a != 0.0:
+        a32 = np.float32(a)
+        x[0] += a32 * state
+        for t in range(1, x.shape[0]):
+            x[t] += a32 * x[t - 1]
+    return x, x[-1]
 
 
 def _gumbel(u: np.ndarray) -> np.ndarray:
@@ -262,6 +276,9 @@ class SyntheticRouter:
         self.params = params if params is not None else DEFAULT_PARAMS
         self.seed = _seed_of(seed)
         L, E = shape.n_layers, shape.n_experts
+        # static state: uniforms, Gamma variates and their log (float64), permutations (int64)
+        check_memory(f"synthetic router for {shape.name!r} ({L} layers x {E} experts)",
+                     48.0 * L * E, "the model has too many layers or experts")
         rng = np.random.default_rng([self.seed, 0])
         if popularity is None:
             self.base_logits = dirichlet_logits(self.params.alpha, rng.random((L, E)))
@@ -271,6 +288,21 @@ class SyntheticRouter:
                 raise ConfigError(f"popularity: expected ({L}, {E}) non-negative shares")
             self.base_logits = np.log(np.maximum(pop / pop.sum(axis=1, keepdims=True), 1e-300))
         self.perms = np.stack([rng.permutation(E) for _ in range(L)])
+
+    def memory_bytes(self, batch_size: int, n_steps: int, prompt_tokens: int = 0) -> float:
+        """Estimated peak memory of :meth:`generate` (bytes), used to refuse it before it runs.
+
+        Per-request latents ``(B, L, E)`` float32 (four copies while they advance), per-layer
+        scores ``(B, E)`` (about 40 bytes per element with the top-k temporaries) and about 9
+        bytes per routed (token, layer, slot) for the ids, their concatenation and validation,
+        plus 18 bytes of request id and phase per token.
+        """
+        B, L = int(batch_size), self.shape.n_layers
+        E, k = self.shape.n_experts, self.shape.top_k
+        m = self.params.mean_output_tokens
+        arrivals = 1 + (math.ceil(n_steps / m) if m else 0)
+        tokens = B * n_steps + B * int(prompt_tokens) * arrivals
+        return 16.0 * B * L * E + 40.0 * B * E + 9.0 * tokens * L * k + 18.0 * tokens
 
     def generate(self, batch_size: int, n_steps: int, *, prompt_tokens: int = 0) -> RoutingTrace:
         """Generate ``n_steps`` steps of a continuous batch of ``batch_size`` requests.
@@ -290,8 +322,10 @@ class SyntheticRouter:
             ("n_steps", n_steps, 1),
             ("prompt_tokens", prompt_tokens, 0),
         ):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
-                raise ConfigError(f"synthetic router: {name} must be an int >= {lo}, got {v!r}")
+            check_int("synthetic router", name, v, lo=lo)
+        check_memory(f"synthetic router: batch_size {batch_size} x {n_steps} step(s) of "
+                     f"{self.shape.name!r}", self.memory_bytes(batch_size, n_steps, prompt_tokens),
+                     "lower the batch size or the number of steps")
         p, sh = self.params, self.shape
         B, L, E, k = int(batch_size), sh.n_layers, sh.n_experts, sh.top_k
         rng = np.random.default_rng([self.seed, 1, B])
@@ -378,6 +412,103 @@ class SyntheticRouter:
             step_offsets=np.concatenate([[0], np.cumsum(sizes)]),
             request_ids=np.concatenate(req_steps),
             phase=np.concatenate(phase_steps),
+            meta=meta,
+        )
+
+    def route_step(
+        self,
+        step_tokens,
+        phase,
+        request_ids=None,
+        *,
+        step: int = 0,
+        extra: dict | None = None,
+    ) -> RoutingTrace:
+        """Route ONE step of a mixed batch, each request in its steady state.
+
+        Request ``i`` contributes ``step_tokens[i]`` consecutive rows (1 for a decode request,
+        its prompt for a prefill request), marked ``phase[i]`` and ``request_ids[i]``, in the
+        order given. Each request's latent starts from its stationary law N(0, 1) (what
+        :meth:`generate` reaches after any history, so one step needs no history) and advances
+        one token per row as in :meth:`generate`; the drift is drawn from its stationary law.
+
+        Randomness: the drift uses stream ``[seed, 2, step]`` and request ``r`` uses
+        ``[seed, 2, step, r]``, so a request's routes do not depend on the rest of the batch.
+
+        Args:
+            step_tokens: ``(n,)`` ints >= 1, rows of each request.
+            phase: ``(n,)`` :data:`PREFILL` or :data:`DECODE` per request.
+            request_ids: ``(n,)`` distinct ints >= 0; None = ``0..n-1``.
+            step: step index (>= 0), selects the streams.
+            extra: JSON-serialisable details merged into ``meta.extra``.
+
+        Returns:
+            A one-step :class:`RoutingTrace`; ``meta.seed`` is the router's seed.
+        """
+        what = "synthetic router step"
+        tok, ph = np.asarray(step_tokens), np.asarray(phase)
+        rid = np.arange(tok.size) if request_ids is None else np.asarray(request_ids)
+        for name, a in (("step_tokens", tok), ("phase", ph), ("request_ids", rid)):
+            if a.ndim != 1 or a.size < 1 or a.shape != tok.shape:
+                raise ConfigError(f"{what}: {name} must be a non-empty 1-D array, one entry "
+                                  f"per request (got shape {a.shape}, step_tokens {tok.shape})")
+            if not np.issubdtype(a.dtype, np.integer):
+                raise ConfigError(f"{what}: {name} must be integers, got {a.dtype}")
+        if (tok < 1).any():
+            raise ConfigError(f"{what}: step_tokens must be >= 1")
+        if not np.isin(ph, (PREFILL, DECODE)).all():
+            raise ConfigError(f"{what}: phase must be {PREFILL} (prefill) or {DECODE} (decode)")
+        if (rid < 0).any() or np.unique(rid).size != rid.size:
+            raise ConfigError(f"{what}: request_ids must be distinct ints >= 0")
+        if not isinstance(step, (int, np.integer)) or isinstance(step, bool) or step < 0:
+            raise ConfigError(f"{what}: step must be an int >= 0, got {step!r}")
+        p, sh = self.params, self.shape
+        L, E, k = sh.n_layers, sh.n_experts, sh.top_k
+        a, b = p.reuse_rho, math.sqrt(1 - p.reuse_rho**2)
+        w_own, w_com = math.sqrt(1 - p.layer_kappa), math.sqrt(p.layer_kappa)
+        drift = p.drift_sigma * np.random.default_rng([self.seed, 2, step]).standard_normal((L, E))
+        logits = self.base_logits + drift
+        offsets = np.concatenate([[0], np.cumsum(tok)]).astype(np.int64)
+        out = np.empty((int(offsets[-1]), L, k), dtype=np.int16)
+        chunk = max(1, (1 << 22) // (L * E))  # tokens routed at once (~16 MiB of latents)
+        single = []  # one-row requests: route them together
+        for i in range(tok.size):
+            rng = np.random.default_rng([self.seed, 2, step, int(rid[i])])
+            eta_s = rng.standard_normal((L, E), dtype=np.float32)  # stationary latent state
+            com_s = rng.standard_normal(E, dtype=np.float32)
+            for start in range(0, int(tok[i]), chunk):
+                c = min(chunk, int(tok[i]) - start)
+                eta, eta_s = _ar1(eta_s, rng.standard_normal((c, L, E), dtype=np.float32), a, b)
+                com, com_s = _ar1(com_s, rng.standard_normal((c, E), dtype=np.float32), a, b)
+                if tok[i] == 1:
+                    single.append((i, eta[0], com[0]))
+                else:
+                    row = int(offsets[i]) + start
+                    out[row : row + c] = self._route(logits, eta, com, w_own, w_com)
+        if single:
+            rows = offsets[[i for i, _, _ in single]]
+            eta = np.stack([e for _, e, _ in single])
+            com = np.stack([c for _, _, c in single])
+            out[rows] = self._route(logits, eta, com, w_own, w_com)
+        meta = TraceMeta(
+            model=sh.name,
+            n_experts=E,
+            top_k=k,
+            layer_ids=sh.layer_ids,
+            source="sieve synthetic router (one step)",
+            seed=self.seed,
+            extra={
+                "router_params": dataclasses.asdict(p),
+                "router_fit": self.fit,
+                "step": int(step),
+                **(extra or {}),
+            },
+        )
+        return RoutingTrace(
+            expert_ids=out,
+            step_offsets=np.array([0, out.shape[0]], dtype=np.int64),
+            request_ids=np.repeat(rid.astype(np.int64), tok),
+            phase=np.repeat(ph.astype(np.int8), tok),
             meta=meta,
         )
 

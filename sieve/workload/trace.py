@@ -26,11 +26,13 @@ import numpy as np
 
 from sieve.errors import ConfigError, TraceFormatError
 from sieve.outputs import atomic_write
+from sieve.validate import check_int, check_mapping, check_sequence
 
 __all__ = [
     "DECODE",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "MAX_EXPERTS",
     "PREFILL",
     "CountTrace",
     "RoutingTrace",
@@ -48,6 +50,8 @@ FORMAT_VERSION = 1
 PREFILL = 0  # phase code of a prompt token
 DECODE = 1  # phase code of a generated token
 _ARRAYS = ("expert_ids", "step_offsets", "request_ids", "phase")
+#: Expert ids are stored as int16, so a trace holds at most this many experts per layer.
+MAX_EXPERTS = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -66,14 +70,23 @@ class TraceMeta:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
-        if int(self.n_experts) < 1 or int(self.top_k) < 1 or self.top_k > self.n_experts:
-            raise ConfigError(
-                f"trace metadata: need 1 <= top_k <= n_experts, got top_k={self.top_k}, "
-                f"n_experts={self.n_experts}"
-            )
-        if not self.layer_ids:
-            raise ConfigError("trace metadata: layer_ids is empty")
+        who = "trace metadata"
+        for name in ("model", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{who}: {name} must be text, got {getattr(self, name)!r}")
+        n_e = check_int(who, "n_experts", self.n_experts, lo=1, hi=MAX_EXPERTS)
+        object.__setattr__(self, "n_experts", n_e)
+        object.__setattr__(self, "top_k", check_int(who, "top_k", self.top_k, lo=1, hi=n_e))
+        if isinstance(self.layer_ids, range):
+            object.__setattr__(self, "layer_ids", tuple(self.layer_ids))
+        lids = check_sequence(who, "layer_ids", self.layer_ids, min_len=1,
+                              item=lambda n, x: check_int(who, n, x, lo=0))
+        if len(set(lids)) != len(lids):
+            raise ConfigError(f"{who}: layer_ids repeat a layer: {list(lids)[:8]}")
+        object.__setattr__(self, "layer_ids", lids)
+        if self.seed is not None:
+            object.__setattr__(self, "seed", check_int(who, "seed", self.seed, lo=0))
+        object.__setattr__(self, "extra", check_mapping(who, "extra", self.extra))
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -83,7 +96,12 @@ class TraceMeta:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TraceMeta:
+        """Rebuild from :meth:`to_json` output; unknown keys are ignored (newer writers)."""
+        d = check_mapping("trace metadata", "meta", d)
         names = {f.name for f in dataclasses.fields(cls)}
+        missing = sorted({"model", "n_experts", "top_k", "layer_ids"} - set(d))
+        if missing:
+            raise ConfigError(f"trace metadata: missing {', '.join(missing)}")
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
@@ -109,6 +127,16 @@ class RoutingTrace:
     gate_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.meta, TraceMeta):
+            raise ConfigError(f"RoutingTrace: meta must be a TraceMeta, got {self.meta!r}")
+        for name in ("expert_ids", "step_offsets", "request_ids", "phase", "gate_weights"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, np.ndarray):
+                object.__setattr__(self, name, np.asarray(v))
+        for name in ("step_offsets", "request_ids", "phase"):
+            if getattr(self, name).dtype.kind not in "iu":
+                raise ConfigError(f"RoutingTrace: {name} must be integers, got "
+                                  f"{getattr(self, name).dtype}")
         self._validate(full=not isinstance(self.expert_ids, np.memmap))
 
     # -- validation ---------------------------------------------------------------------------
@@ -257,10 +285,16 @@ def layer_counts(ids: np.ndarray, n_experts: int) -> np.ndarray:
 def _read_header(path: Path, npz: Any) -> dict[str, Any]:
     if "header" not in npz.files:
         raise TraceFormatError(f"{path}: not a {FORMAT_NAME} file (field 'header' missing)")
+    raw = _member(path, npz, "header")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise TraceFormatError(f"{path}: field 'header' must be uint8 bytes, got {raw.dtype} "
+                               f"{raw.shape}")
     try:
-        header = json.loads(bytes(npz["header"]).decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        header = json.loads(raw.tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise TraceFormatError(f"{path}: field 'header' must be a JSON object")
     if header.get("format") != FORMAT_NAME:
         raise TraceFormatError(
             f"{path}: field 'header.format' is {header.get('format')!r}, expected {FORMAT_NAME!r}"
@@ -274,8 +308,39 @@ def _read_header(path: Path, npz: Any) -> dict[str, Any]:
     return header
 
 
+#: What numpy and zipfile raise on a damaged .npz: truncated or CRC-corrupt members, a broken
+#: zip directory, a garbled .npy header (parsed with ast/tokenize, which raise their own
+#: errors), a header claiming an absurd shape (MemoryError). Only the reading of the file's own
+#: bytes is wrapped in this, so any exception there means the file is damaged.
+_NPZ_ERRORS = (Exception,)
+
+
+def _member(path: Path, npz: Any, name: str) -> np.ndarray:
+    """One member of an open .npz, read without ever unpickling; errors name the member."""
+    try:
+        return npz[name]
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise TraceFormatError(f"{path}: field {name!r} holds Python objects (a pickle); "
+                                   f"sieve never unpickles files") from None
+        raise TraceFormatError(f"{path}: field {name!r} unreadable ({exc})") from None
+    except _NPZ_ERRORS as exc:
+        raise TraceFormatError(f"{path}: field {name!r} unreadable (damaged file: "
+                               f"{exc})") from None
+
+
 def _mmap_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
     """Memory-map an uncompressed ``.npy`` member of a zip (np.load cannot mmap inside .npz)."""
+    try:
+        return _mmap_member_unchecked(path, zf, name)
+    except TraceFormatError:
+        raise
+    except _NPZ_ERRORS as exc:
+        raise TraceFormatError(f"{path}: field {name!r} unreadable (damaged file: "
+                               f"{exc})") from None
+
+
+def _mmap_member_unchecked(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
     info = zf.getinfo(name + ".npy")
     if info.compress_type != zipfile.ZIP_STORED:
         raise TraceFormatError(f"{path}: field {name!r} is compressed; cannot memory-map")
@@ -295,6 +360,12 @@ def _mmap_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
         offset = fh.tell()
     if fortran:
         raise TraceFormatError(f"{path}: field {name!r} is Fortran-ordered")
+    if dtype.hasobject:
+        raise TraceFormatError(f"{path}: field {name!r} holds Python objects (a pickle); "
+                               f"sieve never unpickles files")
+    if offset + int(np.prod(shape)) * dtype.itemsize > info.header_offset + 30 + n_name + \
+            n_extra + info.file_size:
+        raise TraceFormatError(f"{path}: field {name!r} is shorter than its header says")
     if int(np.prod(shape)) == 0:
         return np.zeros(shape, dtype=dtype)
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
@@ -315,25 +386,32 @@ def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
     path = Path(path)
     try:
         npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise TraceFormatError(f"{path}: cannot read as .npz ({exc})") from None
+    except _NPZ_ERRORS as exc:
+        raise TraceFormatError(f"{path}: cannot read as .npz ({exc or 'empty file'})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise TraceFormatError(f"{path}: a single .npy array, not a {FORMAT_NAME} .npz")
     with npz:
         header = _read_header(path, npz)
         for name in _ARRAYS:
             if name not in npz.files:
                 raise TraceFormatError(f"{path}: field {name!r} missing")
         try:
-            meta = TraceMeta.from_json(header["meta"])
-        except (KeyError, TypeError, ConfigError) as exc:
+            meta = TraceMeta.from_json(header.get("meta"))
+        except ConfigError as exc:
             raise TraceFormatError(f"{path}: field 'header.meta' invalid ({exc})") from None
-        has_gw = "gate_weights" in npz.files
+        names = (*_ARRAYS, "gate_weights")[: 4 + ("gate_weights" in npz.files)]
         if mmap:
-            with zipfile.ZipFile(path) as zf:
-                arr = {
-                    n: _mmap_member(path, zf, n) for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]
-                }
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    arr = {n: _mmap_member(path, zf, n) for n in names}
+            except _NPZ_ERRORS as exc:
+                raise TraceFormatError(f"{path}: cannot read as .npz ({exc})") from None
         else:
-            arr = {n: npz[n] for n in (*_ARRAYS, "gate_weights")[: 4 + has_gw]}
+            arr = {n: _member(path, npz, n) for n in names}
+    for name, a in arr.items():
+        if a.dtype.kind not in ("f" if name == "gate_weights" else "iu"):
+            raise TraceFormatError(f"{path}: field {name!r} has dtype {a.dtype}, expected "
+                                   + ("float32" if name == "gate_weights" else "integers"))
     arr["step_offsets"] = np.asarray(arr["step_offsets"], dtype=np.int64)
     try:
         return RoutingTrace(meta=meta, gate_weights=arr.pop("gate_weights", None), **arr)
@@ -365,7 +443,15 @@ class CountTrace:
     n_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        c = self.counts
+        if not isinstance(self.meta, TraceMeta):
+            raise ConfigError(f"CountTrace: meta must be a TraceMeta, got {self.meta!r}")
+        c = np.asarray(self.counts)
+        if c.dtype.kind not in "iu":
+            raise ConfigError(f"CountTrace: counts must be integers, got {c.dtype}")
+        object.__setattr__(self, "counts", c)
+        if self.n_tokens is not None:
+            object.__setattr__(self, "n_tokens",
+                               check_int("CountTrace", "n_tokens", self.n_tokens, lo=0))
         if c.ndim != 2 or c.shape != (len(self.meta.layer_ids), self.meta.n_experts):
             raise ConfigError(
                 f"CountTrace: counts shape {c.shape} != ({len(self.meta.layer_ids)} layers, "

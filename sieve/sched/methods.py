@@ -1,0 +1,79 @@
+"""The scheduler registry: method names -> a function and its options (a plain dict).
+
+:data:`SCHEDULERS` maps every name the CLI, the step simulator and the sweeps accept to a
+:class:`Method`: the function ``(LayerLoad, Estimator, **options) -> Partition`` and the
+options that make the variant. The Sieve ablations (issue 9) are variants of "sieve":
+
+* ``sieve-noattn``: decides as if attention did not occupy PIM;
+* ``sieve-nocomm``: decides as if the layer had no inter-GPU communication;
+* ``sieve-roofline``: PIM estimates from the roofline alone (the EMA table never updated) - an
+  estimator setting, carried by ``pim_source``;
+* ``optimal``: the exhaustive optimum of the same objective (small layers only).
+
+:func:`get_method` looks a name up with one clear error listing the valid names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sieve.errors import lookup
+from sieve.sched.baselines import allexp, duplex, gpu_only, noexp, pimoe
+from sieve.sched.estimator import Estimator
+from sieve.sched.greedy import sieve
+from sieve.sched.optimal import optimal
+from sieve.sched.partition import LayerLoad, Partition
+
+__all__ = ["METHODS_MAIN", "SCHEDULERS", "Method", "get_method", "schedule"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A named scheduler: its function, fixed options and the PIM estimate source it needs
+    (``None``: whatever the estimator it is handed uses)."""
+
+    name: str
+    fn: Callable[..., Partition]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    pim_source: str | None = None
+    doc: str = ""
+
+    def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
+        part = self.fn(load, est, **self.options)
+        if part.method != self.name:
+            part.__dict__["method"] = self.name  # a fresh object: label it with the variant
+        return part
+
+
+SCHEDULERS: dict[str, Method] = {m.name: m for m in (
+    Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
+    Method("noexp", noexp, doc="attention on PIM, every expert on the GPU"),
+    Method("allexp", allexp, doc="every expert on PIM"),
+    Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),
+    Method("duplex", duplex, doc="Duplex co-processing: fewest-token experts to PIM"),
+    Method("gpu-only", gpu_only, doc="no PIM: attention and experts on the GPU"),
+    Method("sieve-noattn", sieve, {"attention_aware": False},
+           doc="Sieve deciding as if PIM held no attention"),
+    Method("sieve-nocomm", sieve, {"comm_aware": False},
+           doc="Sieve deciding as if the layer had no communication"),
+    Method("sieve-roofline", sieve, pim_source="roofline",
+           doc="Sieve with roofline-only PIM estimates (no EMA table)"),
+    Method("optimal", optimal, doc="exhaustive optimum of seed Eq. 1 (<= 16 active experts)"),
+)}
+
+#: The methods of the seed's evaluation plus the two extra baselines, in plotting order.
+METHODS_MAIN = ("gpu-only", "noexp", "allexp", "pimoe", "duplex", "sieve")
+
+
+def get_method(name: str | Method) -> Method:
+    """A registered method by name (case-insensitive), or ConfigError listing the names."""
+    if isinstance(name, Method):
+        return name
+    return lookup(SCHEDULERS, name, "scheduler")
+
+
+def schedule(method: str | Method, load: LayerLoad, est: Estimator) -> Partition:
+    """Run one scheduler on one layer."""
+    return get_method(method)(load, est)

@@ -1,0 +1,159 @@
+"""What a scheduler is given (:class:`LayerLoad`) and what it returns (:class:`Partition`).
+
+A scheduler decides, for one MoE layer on one GPU, which activated experts run on the GPU and
+which on PIM (seed §5). Its inputs are the per-expert token counts of the GPU's local experts,
+what already occupies PIM during the layer (attention), the layer's inter-GPU communication
+time (independent of the split, seed §5) and the GPU work of the layer that is not a routed
+expert (the seed's ``T_comp`` counts "all operations except decode-phase attention and
+PIM-side expert computation"). Times are nanoseconds.
+
+This module owns plain data; it decides nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sieve.errors import ConfigError
+from sieve.hw.cost import PIM_MAPPINGS, PIM_ORDERS, ExpertShape, GpuOp, counts_array
+from sieve.validate import check_number
+
+__all__ = ["LayerLoad", "Partition"]
+
+
+@dataclass(frozen=True, eq=False)
+class LayerLoad:
+    """One MoE layer on one GPU, as a scheduler sees it.
+
+    Attributes:
+        counts: tokens routed to each local expert of this GPU (0 = not activated).
+        shape: the expert FFN shape (every expert of the layer has it).
+        pim_busy_ns: PIM time already taken during the layer (attention on PIM).
+        comm_ns: inter-GPU communication time of the layer (dispatch + combine, AllGather of
+            the routing maps); the same whatever the split.
+        gpu_fixed: GPU operations of the layer that are not routed experts (router, shared
+            experts, projections); they share the GPU with the GPU-side experts.
+    """
+
+    counts: np.ndarray
+    shape: ExpertShape
+    pim_busy_ns: float = 0.0
+    comm_ns: float = 0.0
+    gpu_fixed: tuple[GpuOp, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "counts", counts_array("layer load", self.counts))
+        if not isinstance(self.shape, ExpertShape):
+            raise ConfigError(f"layer load: shape must be an ExpertShape, got "
+                              f"{type(self.shape).__name__}")
+        for n in ("pim_busy_ns", "comm_ns"):
+            object.__setattr__(self, n, check_number("layer load", n, getattr(self, n)))
+        ops = tuple(self.gpu_fixed)
+        if any(not isinstance(o, GpuOp) for o in ops):
+            raise ConfigError("layer load: gpu_fixed must hold GPU operations (sieve.hw.cost)")
+        object.__setattr__(self, "gpu_fixed", ops)
+
+    @property
+    def active(self) -> np.ndarray:
+        """Ids of the activated experts (count > 0)."""
+        return np.flatnonzero(self.counts)
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """A scheduler's decision for one layer on one GPU.
+
+    Attributes:
+        method: the scheduler that made it.
+        counts: the input token counts (per local expert).
+        on_pim: per local expert, True when it runs on PIM (False for inactive experts).
+        pim_order: order of the serialized GEMVs on PIM (:data:`sieve.hw.cost.PIM_ORDERS`).
+        mapping: "tp" (experts sharded over every pseudo-channel) or "ep" (channel groups).
+        attention_on_pim: False only for the GPU-only method (no PIM at all).
+        est_comm_ns, est_gpu_ns, est_pim_ns: the scheduler's own estimates of the three
+            terms of seed Equation 1 for this split (its estimator; not simulated times).
+        pcs_per_expert: EP group size (mapping "ep").
+        placement: EP group of every local expert (mapping "ep").
+        est_group_pim_ns: EP: the estimated PIM load of every group (PIMoE's channel loads).
+        steps: candidate moves the algorithm evaluated (its work, for the overhead model).
+    """
+
+    method: str
+    counts: np.ndarray
+    on_pim: np.ndarray
+    pim_order: str = "expert"
+    mapping: str = "tp"
+    attention_on_pim: bool = True
+    est_comm_ns: float = 0.0
+    est_gpu_ns: float = 0.0
+    est_pim_ns: float = 0.0
+    pcs_per_expert: int | None = None
+    placement: np.ndarray | None = None
+    est_group_pim_ns: np.ndarray | None = field(default=None, repr=False)
+    steps: int = 0
+
+    @classmethod
+    def _trusted(cls, method: str, counts: np.ndarray, on_pim: np.ndarray, pim_order: str,
+                 mapping: str, est_comm_ns: float, est_gpu_ns: float, est_pim_ns: float,
+                 steps: int) -> Partition:
+        """Build without re-validating: for callers whose ``on_pim`` is a bool array of
+        ``counts``' shape that is False where ``counts`` is 0 (the compiled Sieve loop)."""
+        p = object.__new__(cls)
+        d = p.__dict__
+        d.update(method=method, counts=counts, on_pim=on_pim, pim_order=pim_order,
+                 mapping=mapping, attention_on_pim=True, est_comm_ns=est_comm_ns,
+                 est_gpu_ns=est_gpu_ns, est_pim_ns=est_pim_ns, pcs_per_expert=None,
+                 placement=None, est_group_pim_ns=None, steps=steps)
+        return p
+
+    def __post_init__(self):
+        mask = np.asarray(self.on_pim, dtype=bool)
+        if mask.shape != self.counts.shape:
+            raise ConfigError(f"partition: on_pim has shape {mask.shape}, counts "
+                              f"{self.counts.shape}")
+        object.__setattr__(self, "on_pim", mask & (self.counts > 0))
+        if self.pim_order not in PIM_ORDERS:
+            raise ConfigError(f"partition: pim_order {self.pim_order!r} unknown (known: "
+                              f"{', '.join(PIM_ORDERS)})")
+        if self.mapping not in PIM_MAPPINGS:
+            raise ConfigError(f"partition: mapping {self.mapping!r} unknown (known: "
+                              f"{', '.join(PIM_MAPPINGS)})")
+
+    @property
+    def pim_experts(self) -> np.ndarray:
+        """Local ids of the experts on PIM."""
+        return np.flatnonzero(self.on_pim)
+
+    @property
+    def gpu_experts(self) -> np.ndarray:
+        """Local ids of the activated experts on the GPU."""
+        return np.flatnonzero((self.counts > 0) & ~self.on_pim)
+
+    @property
+    def gpu_counts(self) -> np.ndarray:
+        """Token counts with the PIM experts zeroed (what the GPU's grouped GEMM gets)."""
+        return np.where(self.on_pim, 0, self.counts)
+
+    @property
+    def pim_counts(self) -> np.ndarray:
+        """Token counts with the GPU experts zeroed (what the PIM program gets)."""
+        return np.where(self.on_pim, self.counts, 0)
+
+    @property
+    def est_total_ns(self) -> float:
+        """The estimate of seed Equation 1: ``max(T_comm, T_GPU(G), T_PIM(S))``."""
+        return max(self.est_comm_ns, self.est_gpu_ns, self.est_pim_ns)
+
+    def summary(self) -> dict:
+        """Numbers for tables (ids as lists)."""
+        return {
+            "method": self.method, "mapping": self.mapping, "pim_order": self.pim_order,
+            "attention_on_pim": self.attention_on_pim,
+            "experts_active": int((self.counts > 0).sum()),
+            "experts_gpu": int(self.gpu_experts.size), "experts_pim": int(self.pim_experts.size),
+            "tokens_gpu": int(self.gpu_counts.sum()), "tokens_pim": int(self.pim_counts.sum()),
+            "est_comm_ns": self.est_comm_ns, "est_gpu_ns": self.est_gpu_ns,
+            "est_pim_ns": self.est_pim_ns, "est_total_ns": self.est_total_ns,
+        }
