@@ -330,7 +330,9 @@ def test_cli_controller_flags(capsys):
     assert d["controller"] == {"queue_size": 8, "write_high_watermark": 0.5,
                                "write_low_watermark": 0.25, "page_policy": "open"}
     assert main(["dram", "--write-high", "2"]) == 2
-    assert "write_high_watermark must be a number in [0, 1]" in capsys.readouterr().err
+    assert "--write-high: '2' is not a number in [0, 1]" in capsys.readouterr().err
+    assert main(["dram", "--write-high", "0.5", "--write-low", "0.6"]) == 2
+    assert "write_low_watermark (0.6) must be below" in capsys.readouterr().err
 
 
 def test_refresh_due_times_live_in_the_engine_for_both_front_ends():

@@ -446,8 +446,8 @@ class DramSpec:
                     f"{who}: impossible timing: nRFC ({t.nRFC}) + {name} ({getattr(t, name)}) >= "
                     f"nREFI ({t.nREFI}) CK: a row activated after a refresh could never be "
                     f"accessed before the next refresh closes it")
-            if self.refresh == "perbank" and t.nRFCpb + getattr(t, name) >= (
-                    t.nREFIpb * o.banks_per_pc):
+            if self.refresh == "perbank" and t.nREFIpb >= 1 and t.nRFCpb + getattr(
+                    t, name) >= t.nREFIpb * o.banks_per_pc:
                 raise ConfigError(
                     f"{who}: impossible timing: nRFCpb ({t.nRFCpb}) + {name} "
                     f"({getattr(t, name)}) >= the per-bank refresh period nREFIpb x banks per "
