@@ -414,3 +414,22 @@ def test_device_arguments_are_checked():
         PimDevice(small(), symmetric="yes")
     with pytest.raises(ConfigError, match="expected a list"):
         dev.run(GemvKernel(1, 1, 1, 1, 1, 1))
+
+
+def test_cost_table_entry_equals_fresh_devices_at_its_phases_bit_for_bit():
+    from sieve.pim.costs import PimCostTable
+    from sieve.pim.ffn import ffn_shape, run_expert_ffn
+
+    spec = get_spec("b200-hbm3e-pim")
+    shape = ffn_shape("qwen3-30b-a3b")
+    table = PimCostTable(spec, order="expert", phases=4)
+    starts = table.phase_starts_ns()
+    assert starts == [i * refi_ns(spec) / 4 for i in range(4)]
+    fresh = []
+    for s in starts:  # each phase on its own fresh device, started at that time
+        dev = PimDevice(spec)
+        r = run_expert_ffn(spec, shape, 3, order="expert", device=dev, start_ns=s)
+        assert r.pim.start_ns == s and dev.now_ns == r.pim.end_ns
+        fresh.append(r.total_ns)
+    assert table.expert_ns(shape, 3) == sum(fresh) / 4  # exact, not approximately
+    assert table.expert_ns(shape, 3) == sum(fresh) / 4 and table.hits == 1
