@@ -354,6 +354,121 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _layers_type(text: str) -> int | None:
+    """argparse ``type=`` of --layers: 'all' or an integer in [1, 10000]."""
+    if text.strip().lower() == "all":
+        return None
+    return _int_type(1, 10 ** 4, "or 'all'")(text)
+
+
+_layers_type.__name__ = "layers"
+
+
+def _run_kw(args: argparse.Namespace) -> dict:
+    return {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
+            "seed": args.seed, "microbatches": args.microbatches,
+            "layers": args.layers}
+
+
+def _progress(i: int, n: int, cfg) -> None:
+    if cfg is None:
+        print(f"[{n}/{n}] done", file=sys.stderr, flush=True)
+    else:
+        print(f"[{i + 1}/{n}] {cfg.model} on {cfg.system}: {cfg.method}, B={cfg.batch}"
+              + (" (colocated)" if cfg.colocated else ""), file=sys.stderr, flush=True)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from sieve.outputs import check_out_dir
+    from sieve.report.evaluation import evaluate, paper_points, sweep_points, write_evaluation
+    from sieve.sched.methods import METHODS_MAIN, get_method
+    from sieve.system import setups
+
+    check_out_dir(args.out)  # before any work
+    methods = (list(METHODS_MAIN) if args.methods == "all" else
+               [get_method(m).name for m in _split_list(args.methods, "--methods")])
+    kw = _run_kw(args)
+    if args.paper:
+        points = paper_points(methods, **kw)
+    else:
+        model = args.model or setups.MAIN.model
+        system = args.system or (setups.MAIN.system if args.model is None else
+                                 setups.FIG9[model].system if model in setups.FIG9 else None)
+        if system is None:
+            from sieve.hw.system import DEFAULT_SYSTEM
+
+            system = DEFAULT_SYSTEM
+        batches = (_int_list(args.batch, "--batch") if args.batch else
+                   list(setups.MAIN_BATCHES))
+        points = sweep_points(model, system, methods, batches, timeline_method="sieve",
+                              channel_batch=max(batches), **kw)
+    ev = evaluate(points, progress=_progress)
+    paths = write_evaluation(ev, args.out)
+    cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
+            "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
+    print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
+          f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}")
+    for r in ev.runs:
+        v = [r[c] for c in cols]
+        print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
+              f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}%"
+              + ("  colocated" if r["colocated"] else ""))
+    for p in paths:
+        print(p)
+    return 0
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from sieve.outputs import check_out_dir
+    from sieve.report.evaluation import Point, evaluate, write_evaluation
+    from sieve.system import setups
+    from sieve.system.run import RunConfig
+
+    check_out_dir(args.out)
+    model = args.model or setups.MAIN.model
+    system = args.system or (setups.FIG9[model].system if model in setups.FIG9 else
+                             setups.MAIN.system)
+    cfg = RunConfig(model=model, system=system, method=args.method, batch=args.batch,
+                    **_run_kw(args))
+    ev = evaluate([Point(cfg, timeline=True, channels=True)])
+    for p in write_evaluation(ev, args.out, command="timeline"):
+        print(p)
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sieve.outputs import write_bytes
+    from sieve.report.evaluation import render
+
+    d = Path(args.folder)
+    tabs = {}
+    for name in ("runs.csv", "timeline.csv", "pim_channels.csv"):
+        if (d / name).is_file():
+            tabs[name] = (d / name).read_bytes()
+    if "runs.csv" not in tabs:
+        raise ConfigError(f"sieve plot: {str(d)!r} holds no runs.csv (a folder written by "
+                          "`sieve run` or `sieve timeline`)")
+    for name, data in render(tabs).items():
+        print(write_bytes(d / name, data))
+    return 0
+
+
+def _add_run_flags(p) -> None:
+    p.add_argument("--workload", default="hh-rlhf", help="length profile: hh-rlhf (default), "
+                   "math-500, inferencemax-1k1k/1k8k/8k1k, fixed:P/O, or a profile file")
+    p.add_argument("--steps", type=_int_type(1, 10 ** 4), default=1,
+                   help="measured steps per point (default 1)")
+    p.add_argument("--warmup", type=_int_type(0, 10 ** 4), default=1,
+                   help="steps before measuring, to fill the schedulers' tables (default 1)")
+    p.add_argument("--seed", type=_int_type(0, 2 ** 63 - 1), default=0, help="seed (default 0)")
+    p.add_argument("--microbatches", type=_int_type(1, 2), default=1,
+                   help="1, or 2 for two-way micro-batch interleaving (default 1)")
+    p.add_argument("--layers", type=_layers_type, default=4, help="layers simulated per step, "
+                   "spread evenly and scaled (default 4), or 'all' (exact, slower)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="sieve",
@@ -472,6 +587,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layer", default=None, help="MoE layer to print, or 'all' (default: the "
                    "first MoE layer)")
     p.set_defaults(func=_cmd_schedule)
+
+    p = sub.add_parser("run", help="the evaluation: every method over batch sizes on one model "
+                       "and system (default: a slice of seed Figure 9), or --paper for seed "
+                       "Figures 9-11; tables, figures and config.json into --out")
+    p.add_argument("--model", default=None, help="model preset or config.json (default: the "
+                   "main job's, gpt-oss-120b)")
+    p.add_argument("--system", default=None, help="system preset or file (default: the seed's "
+                   "system for the model)")
+    p.add_argument("--methods", default="all", help="comma-separated schedulers or 'all' "
+                   "(gpu-only, noexp, allexp, pimoe, duplex, sieve)")
+    p.add_argument("--batch", default=None, help="comma-separated batch sizes (default 4,16,64)")
+    p.add_argument("--paper", action="store_true", help="seed Figures 9-11 in full (three "
+                   "models, B = 1..256, colocated batches)")
+    _add_run_flags(p)
+    p.add_argument("--out", default="sieve-out", help="output folder (default sieve-out)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("timeline", help="one simulated step as a Gantt chart of the lanes of "
+                       "GPU 0 (link, GPU compute, HBM, PIM), with its tables")
+    p.add_argument("--model", default=None, help="model (default gpt-oss-120b)")
+    p.add_argument("--system", default=None, help="system (default: the seed's for the model)")
+    p.add_argument("--method", default="sieve", help="scheduler (default sieve)")
+    p.add_argument("--batch", type=_int_type(1, 4096), default=16, help="batch (default 16)")
+    _add_run_flags(p)
+    p.add_argument("--out", default="timeline-out", help="output folder")
+    p.set_defaults(func=_cmd_timeline)
+
+    p = sub.add_parser("plot", help="redraw the figures of a result folder from its CSV tables")
+    p.add_argument("folder", help="a folder written by sieve run or sieve timeline")
+    p.set_defaults(func=_cmd_plot)
 
     p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
     p.add_argument("name", nargs="?", help="GPU, system or link preset name")

@@ -27,6 +27,7 @@ TABLES = frozenset({
     "sieve/hw/calibrations.py",
     "sieve/dram/presets.py",
     "sieve/model/presets.py",
+    "sieve/system/setups.py",  # the seed's evaluation setups (model, system) by name
 })
 
 

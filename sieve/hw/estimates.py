@@ -119,14 +119,24 @@ class RooflineCostModel:
     * PIM: FLOPs / PIM peak for experts (TP: all pseudo-channels; EP: the busiest group on its
       share of the peak), cache bytes / PIM internal bandwidth for attention, summed.
 
-    No efficiency, launch cost or DRAM timing: lower bounds of the precise model.
+    With ``achievable=False`` (default) the GPU and link rates are the spec peaks: no
+    efficiency, launch cost or DRAM timing, so every estimate is a lower bound of the precise
+    model. ``achievable=True`` divides by the calibrated achievable rates instead (HBM
+    ``eta_bw`` x spec bandwidth, ``eta_c`` x tensor peak, link ``eta`` of the AllGather fit):
+    the same closed form, still no launch cost or tile quantisation, but not optimistic by the
+    GPU's whole efficiency gap (docs/schedulers.md discusses which one the scheduler uses).
     """
 
-    def __init__(self, system: str | SystemConfig):
+    def __init__(self, system: str | SystemConfig, *, achievable: bool = False):
         self.system = get_system(system)
         s = self.system
-        self._hbm_bytes_per_ns = s.gpu.hbm_bw_gbs  # GB/s = bytes/ns
-        self._flops_per_ns = s.gpu.peak_tflops(s.dtype) * 1e3
+        self.achievable = bool(achievable)
+        cal = s.gpu_calibration
+        eta_bw = cal.eta_bw if achievable else 1.0
+        eta_c = cal.eta_c(s.dtype) if achievable else 1.0
+        self._hbm_bytes_per_ns = s.gpu.hbm_bw_gbs * eta_bw  # GB/s = bytes/ns
+        self._flops_per_ns = s.gpu.peak_tflops(s.dtype) * 1e3 * eta_c
+        self._link_eta = s.comm_calibration.ep_dispatch.eta if achievable else 1.0
         self._w = s.dtype.weight_bytes
         self._a = s.dtype.act_bytes
         mem = s.memory
@@ -135,7 +145,8 @@ class RooflineCostModel:
         self._n_pcs = mem.org.total_pseudochannels
 
     def __repr__(self) -> str:
-        return f"RooflineCostModel({self.system.name!r})"
+        extra = ", achievable=True" if self.achievable else ""
+        return f"RooflineCostModel({self.system.name!r}{extra})"
 
     # ---- GPU ----------------------------------------------------------------------------------
     def gpu_terms(self, op: GpuOp) -> tuple[float, float]:
@@ -145,7 +156,9 @@ class RooflineCostModel:
         b, f = self._terms(op)
         dt = getattr(op, "dtype", None)
         if dt is not None and f:
-            f *= self._flops_per_ns / (self.system.gpu.peak_tflops(get_dtype(dt)) * 1e3)
+            d = get_dtype(dt)
+            eta = self.system.gpu_calibration.eta_c(d) if self.achievable else 1.0
+            f *= self._flops_per_ns / (self.system.gpu.peak_tflops(d) * 1e3 * eta)
         return b, f
 
     def _terms(self, op: GpuOp) -> tuple[float, float]:
@@ -188,8 +201,9 @@ class RooflineCostModel:
     # ---- communication -------------------------------------------------------------------------
     def _tiers_ns(self, intra_bytes: float, inter_bytes: float) -> float:
         """Bytes per GPU over NVLink and over the inter-node link, in parallel (max)."""
-        s = self.system
-        return max(intra_bytes / s.intra_link.bw_gbs, inter_bytes / s.inter_link.bw_gbs)
+        s, eta = self.system, self._link_eta
+        return max(intra_bytes / (eta * s.intra_link.bw_gbs),
+                   inter_bytes / (eta * s.inter_link.bw_gbs))
 
     def comm_ns(self, ops: CommOp | Sequence[CommOp]) -> float:
         """Per operation: bytes per GPU per link tier / tier bandwidth (the byte accounting of

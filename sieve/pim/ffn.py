@@ -110,6 +110,7 @@ class MoePimResult:
     tokens: np.ndarray  # their token counts
     expert_start_ns: np.ndarray
     expert_end_ns: np.ndarray  # last readback of the expert
+    expert_busy_ns: np.ndarray  # sum of the expert's kernel spans (no GPU steps, no others')
     act_ns: float  # total GPU step time inside the program (gaps)
     gate_up: GemvLayout
     down: GemvLayout
@@ -251,19 +252,23 @@ def _check(who: str, token_counts, order: str) -> np.ndarray:
 
 
 def _expert_times(res: PimResult, pcs: range, owner: list[int], n: int):
-    """Start (first command on any of the group's PCs) and end (last result on any of them)
-    of each of the group's ``n`` experts; every PC of a group runs the same kernel list."""
+    """Start (first command on any of the group's PCs), end (last result on any of them) and
+    busy time (the sum of its kernels' spans, first command to last result over the group's
+    PCs) of each of the group's ``n`` experts; every PC of a group runs the same kernel list.
+    The busy time excludes the GPU steps between kernels and other experts' kernels."""
     ptr = res.kernel_ptr
     k = len(owner)
     s = np.stack([res.kernel_start_ns[ptr[q]:ptr[q] + k] for q in pcs]).min(axis=0)
     e = np.stack([res.kernel_end_ns[ptr[q]:ptr[q] + k] for q in pcs]).max(axis=0)
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
+    busy = np.zeros(n)
     for j, i in enumerate(owner):
         if np.isnan(start[i]):
             start[i] = s[j]
         end[i] = max(end[i], e[j]) if not np.isnan(end[i]) else e[j]
-    return start, end
+        busy[i] += e[j] - s[j]
+    return start, end, busy
 
 
 def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
@@ -300,11 +305,11 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
                                                "all")
     dev, t0 = _device(spec, device, start_ns, log)
     res = dev.run(kernels, start_ns=t0)
-    start, end = _expert_times(res, range(res.n_pcs), owner, len(work))
+    start, end, busy_e = _expert_times(res, range(res.n_pcs), owner, len(work))
     return MoePimResult(
         mapping="tp", order=order, time_ns=res.time_ns, tail_ns=tail,
         expert_ids=ids, tokens=counts[ids], expert_start_ns=start - res.start_ns,
-        expert_end_ns=end - res.start_ns, act_ns=act, gate_up=gu,
+        expert_end_ns=end - res.start_ns, expert_busy_ns=busy_e, act_ns=act, gate_up=gu,
         down=d, pcs_per_expert=spec.org.total_pseudochannels,
         group_busy_ns=np.array([res.pc_busy_ns.max()]), pim=res)
 
@@ -371,16 +376,17 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
     ids_all = np.flatnonzero(counts)
     start = np.full(ids_all.size, np.nan)
     end = np.full(ids_all.size, np.nan)
+    busy_e = np.zeros(ids_all.size)
     pos = {int(e): i for i, e in enumerate(ids_all)}
     for grp, (ids, owner) in owners.items():
-        s, e = _expert_times(res, range(grp * g, (grp + 1) * g), owner, len(ids))
+        s, e, b = _expert_times(res, range(grp * g, (grp + 1) * g), owner, len(ids))
         for j, ex in enumerate(ids):
-            start[pos[ex]], end[pos[ex]] = s[j], e[j]
+            start[pos[ex]], end[pos[ex]], busy_e[pos[ex]] = s[j], e[j], b[j]
     busy = res.pc_busy_ns.reshape(n_groups, g).max(axis=1)
     return MoePimResult(
         mapping="ep", order=order, time_ns=res.time_ns, tail_ns=tail,
         expert_ids=ids_all, tokens=counts[ids_all], expert_start_ns=start - res.start_ns,
-        expert_end_ns=end - res.start_ns, act_ns=act,
+        expert_end_ns=end - res.start_ns, expert_busy_ns=busy_e, act_ns=act,
         gate_up=gu, down=d, pcs_per_expert=int(g), group_busy_ns=busy, pim=res)
 
 

@@ -1,0 +1,234 @@
+"""The evaluation's figures, drawn from result tables only (seed Figures 9, 10, 11 and a
+per-layer timeline): ``plot_<name>(rows, ..., ax=None) -> Figure``.
+
+Inputs are the tidy tables :mod:`sieve.system.run` writes (``runs.csv``,
+``pim_channels.csv``, ``timeline.csv``), read back with :func:`sieve.report.tables.read_csv`
+or passed as the rows themselves. Nothing here simulates; matplotlib is imported lazily with
+the Agg backend.
+
+* :func:`plot_pareto` (Figure 9): throughput per GPU against interactivity, one line per
+  method over batch sizes.
+* :func:`plot_pim_channels` (Figure 10): per-pseudo-channel PIM utilisation over a step, one
+  panel per method (Sieve's tensor parallelism against PIMoE's expert parallelism).
+* :func:`plot_colocated` (Figure 11): colocated prefill+decode throughput relative to NoExp.
+* :func:`plot_timeline`: a Gantt chart of one GPU's lanes (link, GPU compute, HBM, PIM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sieve.errors import ConfigError
+
+__all__ = ["METHOD_STYLE", "figure_bytes", "plot_colocated", "plot_pareto",
+           "plot_pim_channels", "plot_timeline"]
+
+#: Colour and marker of every method (the same in every figure).
+METHOD_STYLE = {
+    "gpu-only": ("#7f7f7f", "x"), "noexp": ("#1f77b4", "s"), "allexp": ("#ff7f0e", "^"),
+    "pimoe": ("#2ca02c", "D"), "duplex": ("#9467bd", "v"), "sieve": ("#d62728", "o"),
+    "sieve-noattn": ("#e377c2", "o"), "sieve-nocomm": ("#bcbd22", "o"),
+    "sieve-roofline": ("#17becf", "o"), "optimal": ("#8c564b", "*"),
+}
+METHOD_LABEL = {"gpu-only": "GPU-only", "noexp": "NoExp", "allexp": "AllExp",
+                "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve"}
+LANES = ("link", "gpu", "hbm", "pim")
+LANE_LABEL = {"link": "link", "gpu": "GPU compute", "hbm": "HBM (weights)", "pim": "PIM"}
+TASK_COLOR = {
+    "qkv": "#9ecae1", "o_proj": "#9ecae1", "gdn": "#9ecae1", "attn": "#fd8d3c",
+    "prefill_attn": "#fdae6b", "router": "#c7e9c0", "meta": "#c7e9c0", "scheduler": "#000000",
+    "experts_gpu": "#de2d26", "experts_pim": "#de2d26", "shared": "#fc9272",
+    "wsum": "#bcbddc", "lm_head": "#756bb1", "allgather": "#31a354", "dispatch": "#006d2c",
+    "combine": "#74c476", "allreduce_attn": "#31a354", "allreduce_moe": "#31a354",
+    "dense_ffn": "#fc9272",
+}
+
+
+def _mpl():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "cairo"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _new(ax, size=(6.4, 4.2)):
+    plt = _mpl()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=size)
+    else:
+        fig = ax.figure
+    return fig, ax
+
+
+def figure_bytes(fig, ext: str) -> bytes:
+    """A figure as file bytes (byte-reproducible, :func:`sieve.report.plots.render`); the
+    figure is closed."""
+    from sieve.report.plots import render
+
+    try:
+        return render(fig, ext)
+    finally:
+        _mpl().close(fig)
+
+
+def _label(m: str) -> str:
+    return METHOD_LABEL.get(m, m)
+
+
+def _need(rows: Sequence[dict], cols: Sequence[str], what: str) -> None:
+    if not rows:
+        raise ConfigError(f"{what}: the table has no rows")
+    missing = [c for c in cols if c not in rows[0]]
+    if missing:
+        raise ConfigError(f"{what}: the table lacks column(s) {', '.join(missing)}")
+
+
+def _order(methods) -> list[str]:
+    known = list(METHOD_STYLE)
+    return sorted(set(methods), key=lambda m: (known.index(m) if m in known else 99, m))
+
+
+def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
+    """Figure 9: one line per method through its (interactivity, throughput/GPU) points."""
+    _need(rows, ("model", "method", "batch", "throughput_tok_s_gpu",
+                 "interactivity_tok_s_user"), "Pareto plot")
+    rows = [r for r in rows if not r.get("colocated")]
+    models = sorted({r["model"] for r in rows})
+    if model is None:
+        if len(models) != 1:
+            raise ConfigError(f"Pareto plot: choose a model (the table has {', '.join(models)})")
+        model = models[0]
+    rows = [r for r in rows if r["model"] == model]
+    if not rows:
+        raise ConfigError(f"Pareto plot: no decode-only rows for model {model!r}")
+    fig, ax = _new(ax)
+    for m in _order(r["method"] for r in rows):
+        pts = sorted((r for r in rows if r["method"] == m), key=lambda r: r["batch"])
+        c, mk = METHOD_STYLE.get(m, ("k", "."))
+        ax.plot([r["interactivity_tok_s_user"] for r in pts],
+                [r["throughput_tok_s_gpu"] for r in pts], color=c, marker=mk, label=_label(m))
+        if m == "sieve":
+            for r in pts:
+                ax.annotate(f"B={r['batch']}", (r["interactivity_tok_s_user"],
+                                                r["throughput_tok_s_gpu"]), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
+    system = rows[0].get("system", "")
+    ax.set_xlabel("Interactivity (tokens/s/user)")
+    ax.set_ylabel("Throughput (tokens/s/GPU)")
+    ax.set_title(f"{model} on {system}" if system else model, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_pim_channels(rows: Sequence[dict], methods: Sequence[str] = ("sieve", "pimoe"), *,
+                      axes=None):
+    """Figure 10: busy fraction of every pseudo-channel during each PIM program of a step
+    (x: time from the step's start, y: pseudo-channel), one panel per method."""
+    _need(rows, ("method", "program", "start_ns", "end_ns", "pc", "busy_frac"),
+          "PIM channel plot")
+    import numpy as np
+
+    plt = _mpl()
+    present = [m for m in methods if any(r["method"] == m for r in rows)]
+    if not present:
+        raise ConfigError(f"PIM channel plot: none of {', '.join(methods)} in the table")
+    if axes is None:
+        fig, axes = plt.subplots(len(present), 1, figsize=(6.4, 2.3 * len(present) + 0.6),
+                                 sharex=True, squeeze=False)
+        axes = axes[:, 0]
+    else:
+        fig = axes[0].figure
+    mesh = None
+    for ax, m in zip(axes, present):
+        sel = [r for r in rows if r["method"] == m]
+        progs = sorted({r["program"] for r in sel})
+        n_pc = max(r["pc"] for r in sel) + 1
+        t0 = min(r["start_ns"] for r in sel)
+        edges, grid = [], np.full((n_pc, 2 * len(progs)), np.nan)
+        for j, p in enumerate(progs):
+            pr = [r for r in sel if r["program"] == p]
+            s, e = (pr[0]["start_ns"] - t0) / 1e3, (pr[0]["end_ns"] - t0) / 1e3
+            edges += [s, e]
+            for r in pr:
+                grid[r["pc"], 2 * j] = r["busy_frac"]
+        # gaps between programs are drawn empty (NaN); edges must increase
+        x = np.maximum.accumulate(np.array(edges + [edges[-1]]))
+        mesh = ax.pcolormesh(x, np.arange(n_pc + 1), grid, vmin=0, vmax=1, cmap="viridis",
+                             shading="flat")
+        ax.set_ylabel("pseudo-channel")
+        mean = np.nanmean(grid)
+        ax.set_title(f"{_label(m)}: mean busy {100 * mean:.0f} % while PIM runs", fontsize=9)
+    axes[-1].set_xlabel("time in the step (us)")
+    fig.colorbar(mesh, ax=list(axes), label="busy fraction")
+    return fig
+
+
+def plot_colocated(rows: Sequence[dict], model: str | None = None, *, ax=None):
+    """Figure 11: colocated prefill+decode throughput of every method relative to NoExp, per
+    batch size (grouped bars)."""
+    _need(rows, ("model", "method", "batch", "throughput_tok_s_gpu", "colocated"),
+          "colocated plot")
+    import numpy as np
+
+    rows = [r for r in rows if r.get("colocated")]
+    models = sorted({r["model"] for r in rows})
+    if not rows:
+        raise ConfigError("colocated plot: the table has no colocated rows")
+    model = model or models[0]
+    rows = [r for r in rows if r["model"] == model]
+    base = {r["batch"]: r["throughput_tok_s_gpu"] for r in rows if r["method"] == "noexp"}
+    if not base:
+        raise ConfigError("colocated plot: needs the noexp rows (the reference)")
+    batches = sorted(base)
+    methods = [m for m in _order(r["method"] for r in rows) if m != "noexp"]
+    fig, ax = _new(ax)
+    width = 0.8 / max(len(methods), 1)
+    x = np.arange(len(batches))
+    for i, m in enumerate(methods):
+        vals = []
+        for b in batches:
+            r = [r for r in rows if r["method"] == m and r["batch"] == b]
+            vals.append(r[0]["throughput_tok_s_gpu"] / base[b] if r else np.nan)
+        c, _ = METHOD_STYLE.get(m, ("k", "."))
+        ax.bar(x + (i - (len(methods) - 1) / 2) * width, vals, width, color=c, label=_label(m))
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(x, [str(b) for b in batches])
+    ax.set_xlabel("Batch size B (requests; colocated prefill + decode)")
+    ax.set_ylabel("Throughput relative to NoExp")
+    ax.set_title(f"{model}, colocated prefill + decode", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_timeline(rows: Sequence[dict], gpu: int = 0, layers: Sequence[int] | None = None, *,
+                  ax=None):
+    """Gantt chart of one GPU's lanes (collectives drawn on its link lane)."""
+    _need(rows, ("name", "kind", "gpu", "layer", "start_ns", "end_ns"), "timeline plot")
+    sel = [r for r in rows if r["kind"] in LANES and (r["gpu"] == gpu or r["kind"] == "link")
+           and (layers is None or r["layer"] in layers) and r["end_ns"] > r["start_ns"]]
+    if not sel:
+        raise ConfigError(f"timeline plot: no task of GPU {gpu} in the chosen layers")
+    fig, ax = _new(ax, size=(9.0, 3.0))
+    t0 = min(r["start_ns"] for r in sel)
+    seen = set()
+    for i, lane in enumerate(LANES[::-1]):
+        for r in (r for r in sel if r["kind"] == lane):
+            c = TASK_COLOR.get(r["name"], "#cccccc")
+            lbl = r["name"] if r["name"] not in seen else None
+            seen.add(r["name"])
+            ax.broken_barh([((r["start_ns"] - t0) / 1e3, (r["end_ns"] - r["start_ns"]) / 1e3)],
+                           (i - 0.4, 0.8), facecolors=c, edgecolor="k", linewidth=0.2,
+                           label=lbl)
+    ax.set_yticks(range(len(LANES)), [LANE_LABEL[x] for x in LANES[::-1]])
+    ax.set_xlabel("time (us)")
+    meta = sel[0]
+    title = f"GPU {gpu}"
+    if {"method", "model"} <= set(meta):
+        title = f"{meta['model']}, {meta['method']}, B={meta.get('batch', '?')}: GPU {gpu}"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    return fig

@@ -1,0 +1,232 @@
+"""A run: several simulated steps of one (model, system, method, batch, workload, seed) point,
+summarised as one tidy row (throughput per GPU, interactivity, TPOT, where the time went).
+
+Every step draws its batch afresh from the workload profile (a steady-state continuous batch,
+:func:`sieve.workload.batch.decode_batch`, or a colocated prefill+decode batch) and routes it
+with the model's calibrated synthetic router (:func:`sieve.workload.batch.step_trace`), each
+step from its own seed stream ``[seed, step]``; the devices (refresh and row state), the
+schedulers' cost tables and the clock carry from step to step. The first ``warmup`` steps let
+the tables learn and are not measured.
+
+Metrics (decode-only batches, every request producing one token per step):
+
+* ``tpot_ms`` = mean step time; ``interactivity_tok_s_user`` = 1 / TPOT;
+* ``throughput_tok_s_gpu`` = tokens produced per step / mean step time / GPUs (a colocated
+  batch also produces the first token of each prefill request);
+* ``processed_tok_s_gpu`` counts prefill tokens too;
+* ``*_busy_frac``: each lane's busy time over the steps' simulated span, mean over GPUs.
+
+The batch size is the whole system's (its concurrency), as in the seed's Figure 9 and the
+InferenceMAX measurements (serving-anchors.md §1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sieve.errors import ConfigError
+from sieve.hw.system import SystemConfig, get_system
+from sieve.model.moe import get_model
+from sieve.system.step import StepBatch, StepOptions, StepResult, SystemState, simulate_step
+from sieve.workload.batch import colocated_batch, decode_batch, step_trace
+from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
+
+__all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run"]
+
+#: Columns of a run row, in table order.
+RUN_COLUMNS = (
+    "model", "system", "n_gpus", "method", "batch", "workload", "colocated", "seed",
+    "parallel", "microbatches", "pim_order", "estimator", "steps", "warmup",
+    "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
+    "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
+    "gpu_busy_frac", "hbm_busy_frac", "pim_busy_frac", "link_busy_frac",
+    "experts_pim_frac", "tokens_pim_frac", "mean_context", "prefill_requests",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One point of an evaluation (JSON round trip through :meth:`to_dict`/:meth:`from_dict`).
+
+    Attributes:
+        model: model preset name or config.json path.
+        system: system preset name or system file.
+        system_overrides: ``((key, value), ...)`` applied to the system
+            (:meth:`sieve.hw.system.SystemConfig.override`).
+        method: scheduler name.
+        batch: requests in the whole system.
+        workload: length profile (:mod:`sieve.workload.profiles`).
+        colocated: prefill+decode batches (seed §7.3) instead of decode-only.
+        n_prefill: prefill requests of a colocated batch (None: the seed's rule, drawn).
+        steps, warmup: measured steps, and steps run before them.
+        seed: every random choice of the run derives from it.
+        Other fields: :class:`sieve.system.step.StepOptions`.
+    """
+
+    model: str
+    system: str
+    method: str = "sieve"
+    batch: int = 16
+    workload: str = "hh-rlhf"
+    colocated: bool = False
+    n_prefill: int | None = None
+    steps: int = 2
+    warmup: int = 1
+    seed: int = 0
+    parallel: str = "ep"
+    microbatches: int = 1
+    pim_order: str = "layer"
+    estimator: str = "achievable"
+    scheduler_ns: float | None = None
+    expert_dtype: str | None = None
+    kv_dtype: str = "bf16"
+    layers: int | None = None
+    system_overrides: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self):
+        for n, lo in (("batch", 1), ("steps", 1), ("warmup", 0), ("seed", 0)):
+            v = getattr(self, n)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise ConfigError(f"run: {n} must be an integer >= {lo}, got {v!r}")
+        if not isinstance(self.colocated, bool):
+            raise ConfigError(f"run: colocated must be true or false, got {self.colocated!r}")
+        ov = self.system_overrides
+        if isinstance(ov, Mapping):
+            ov = tuple(sorted(ov.items()))
+        object.__setattr__(self, "system_overrides", tuple(tuple(x) for x in ov))
+        self.options()  # validates the step options
+
+    def options(self) -> StepOptions:
+        return StepOptions(method=self.method, parallel=self.parallel,
+                           microbatches=self.microbatches, pim_order=self.pim_order,
+                           estimator=self.estimator, scheduler_ns=self.scheduler_ns,
+                           expert_dtype=self.expert_dtype, kv_dtype=self.kv_dtype,
+                           layers=self.layers)
+
+    def resolve_system(self) -> SystemConfig:
+        return get_system(self.system, dict(self.system_overrides) or None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["system_overrides"] = dict(self.system_overrides)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(d) - names)
+        if bad:
+            raise ConfigError(f"run config: unknown field(s) {', '.join(bad)} (valid: "
+                              f"{', '.join(sorted(names))})")
+        kw = dict(d)
+        if isinstance(kw.get("system_overrides"), Mapping):
+            kw["system_overrides"] = tuple(sorted(kw["system_overrides"].items()))
+        return cls(**kw)
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """A run's summary row and, on request, its steps."""
+
+    config: RunConfig
+    row: dict[str, Any]
+    system: SystemConfig = field(repr=False)
+    steps: list[StepResult] = field(default_factory=list, repr=False)
+
+    def config_dict(self) -> dict[str, Any]:
+        """The run's inputs as recorded next to its results (system resolved in full)."""
+        return {"run": self.config.to_dict(), "system": self.system.to_dict()}
+
+
+def _router(model, seed: int) -> SyntheticRouter:
+    shape = RouterShape(model.name, model.n_experts, model.top_k, tuple(model.moe_layer_ids))
+    return SyntheticRouter(shape, PRESET_FITS["joint"].get(model.name.strip().lower()),
+                           seed=seed)
+
+
+def _batch_of(cfg: RunConfig, step: int):
+    seed = int(np.random.SeedSequence([cfg.seed, step]).generate_state(1)[0])
+    if cfg.colocated:
+        return colocated_batch(cfg.workload, cfg.batch, seed, n_prefill=cfg.n_prefill)
+    return decode_batch(cfg.workload, cfg.batch, seed)
+
+
+def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
+    """Simulate ``cfg.warmup + cfg.steps`` steps and summarise the measured ones."""
+    if not isinstance(cfg, RunConfig):
+        raise ConfigError("simulate_run: expected a RunConfig")
+    model = get_model(cfg.model)
+    system = cfg.resolve_system()
+    opts = cfg.options()
+    if opts.parallel == "ep" and model.n_experts % system.n_gpus:
+        raise ConfigError(f"run: EP needs the {model.n_experts} experts of {model.name} to split "
+                          f"evenly over {system.n_gpus} GPUs (use parallel='tp' or another "
+                          "system)")
+    state = SystemState(model, system, opts)
+    router = _router(model, cfg.seed)
+    measured: list[StepResult] = []
+    contexts, prefills, processed = [], [], []
+    for s in range(cfg.warmup + cfg.steps):
+        batch = _batch_of(cfg, s)
+        trace = step_trace(batch, router, step=s)
+        sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens, trace.expert_ids,
+                       trace.meta.layer_ids)
+        res = simulate_step(state, sb)
+        if s >= cfg.warmup:
+            measured.append(res)
+            contexts.append(float(batch.context_tokens[batch.decode_mask].mean())
+                            if batch.n_decode else 0.0)
+            prefills.append(batch.n_prefill)
+            processed.append(float(batch.n_tokens))
+    row = _summary(cfg, model, system, measured, contexts, prefills, processed)
+    return RunResult(cfg, row, system, measured if keep_steps else [])
+
+
+def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[str, Any]:
+    t = np.array([r.step_ns for r in steps])
+    made = np.array([r.decode_tokens for r in steps], dtype=float)
+    processed = np.array(processed)
+    n = system.n_gpus
+    mean_t = float(t.mean())
+    busy = {k: [] for k in ("gpu", "hbm", "pim", "link")}
+    for r in steps:
+        for kind in busy:
+            lanes = [v for lane, v in r.busy_ns.items() if lane.rstrip("0123456789") == kind]
+            busy[kind].append(float(np.mean(lanes)) / r.makespan_ns if lanes else 0.0)
+    parts = [p for r in steps for p in r.partitions]
+    ex_pim = sum(p["experts_pim"] for p in parts)
+    ex_all = sum(p["experts_active"] for p in parts)
+    tok_pim = sum(p["tokens_pim"] for p in parts)
+    tok_all = sum(p["tokens_pim"] + p["tokens_gpu"] for p in parts)
+    return {
+        "model": model.name, "system": system.name, "n_gpus": n, "method": cfg.method,
+        "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
+        "seed": cfg.seed, "parallel": cfg.parallel, "microbatches": cfg.microbatches,
+        "pim_order": cfg.pim_order, "estimator": cfg.estimator, "steps": cfg.steps,
+        "warmup": cfg.warmup, "layers_simulated": steps[0].layers_simulated,
+        "n_layers": steps[0].n_layers, "tpot_ms": mean_t / 1e6,
+        "step_ms_p50": float(np.median(t)) / 1e6, "step_ms_min": float(t.min()) / 1e6,
+        "step_ms_max": float(t.max()) / 1e6,
+        "throughput_tok_s_gpu": float(made.mean()) / mean_t * 1e9 / n,
+        "interactivity_tok_s_user": 1e9 / mean_t,
+        "processed_tok_s_gpu": float(processed.mean()) / mean_t * 1e9 / n,
+        **{f"{k}_busy_frac": float(np.mean(v)) for k, v in busy.items()},
+        "experts_pim_frac": ex_pim / ex_all if ex_all else 0.0,
+        "tokens_pim_frac": tok_pim / tok_all if tok_all else 0.0,
+        "mean_context": float(np.mean(contexts)), "prefill_requests": float(np.mean(prefills)),
+    }
+
+
+def config_json(results: list[RunResult]) -> str:
+    """config.json text for a set of runs (inputs, resolved systems, no duplicates)."""
+    systems = {}
+    for r in results:
+        systems.setdefault(r.system.name, r.system.to_dict())
+    return json.dumps({"runs": [r.config.to_dict() for r in results], "systems": systems},
+                      indent=2, sort_keys=True, default=str) + "\n"

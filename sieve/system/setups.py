@@ -1,0 +1,43 @@
+"""The evaluation setups (data): the seed's systems per model, and what ``sieve run`` runs.
+
+Seed §7 "Models": "four B200 GPUs for GPT-OSS, eight B200 GPUs for Qwen3.5, and a single B200
+GPU for Qwen3, where all GPUs are attached to their HBM-PIM stacks"; batch sizes "up to 256";
+datasets HH-RLHF and MATH-500 (here: their length profiles, sieve.workload.profiles); colocated
+prefill+decode "in Qwen3" (§7.3). The main job (``sieve run`` with no arguments) is a small but
+real slice of Figure 9: every method, three batch sizes, the GPT-OSS setup, sampled layers.
+This module holds names only; they are resolved by the run.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FIG9", "FIG9_BATCHES", "FIG10", "FIG10_BATCH", "FIG11", "FIG11_BATCHES", "MAIN",
+           "MAIN_BATCHES", "Setup"]
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A model on a system (names resolved at run time)."""
+
+    model: str
+    system: str
+
+
+#: Seed §7 "Models": the system of each evaluated model.
+FIG9: dict[str, Setup] = {
+    "gpt-oss-120b": Setup("gpt-oss-120b", "4xb200"),
+    "qwen3.5-397b-a17b": Setup("qwen3.5-397b-a17b", "8xb200"),
+    "qwen3-30b-a3b": Setup("qwen3-30b-a3b", "1xb200"),
+}
+#: Seed Figure 9's batch range ("B up to 256").
+FIG9_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Seed Figure 10: PIM channel utilisation, Sieve (TP over channels) against PIMoE (EP).
+FIG10 = Setup("gpt-oss-120b", "4xb200")
+FIG10_BATCH = 64
+#: Seed §7.3 / Figure 11: colocated prefill+decode "in Qwen3".
+FIG11 = Setup("qwen3-30b-a3b", "1xb200")
+FIG11_BATCHES = (8, 16, 32, 64, 128, 256)
+#: The README's main job: the GPT-OSS setup, every method, three batch sizes.
+MAIN = Setup("gpt-oss-120b", "4xb200")
+MAIN_BATCHES = (4, 16, 64)

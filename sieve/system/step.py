@@ -1,0 +1,673 @@
+"""One decode (or colocated prefill+decode) step of a multi-GPU MoE system, simulated.
+
+Every layer of the step is the dependency graph of seed §6.1 / Figure 8, per GPU and per
+micro-batch, list-scheduled (:mod:`sieve.system.dag`) on four lanes per GPU: ``link``,
+``gpu`` (compute), ``hbm`` (off-chip bandwidth) and ``pim``::
+
+    QKV proj -> attention (PIM) -> O proj -> router -> AllGather(routing maps) -> metadata
+      -> dispatch (link)  ||  scheduler (its decision time)           [EP only: link tasks]
+      -> GPU path: weight load (hbm) -> grouped GEMM (gpu), after dispatch
+      || PIM path: GWRITE + GEMV + readback (pim), after dispatch
+      -> combine (link, after both) -> permute + weighted sum (gpu)
+    shared experts: weight load right after the router, GEMM on the GPU's own tokens
+
+Durations: GPU kernels from the calibrated GPU model (:mod:`sieve.hw.gpu`), collectives from
+the interconnect model (:mod:`sieve.hw.comm`), both through
+:class:`sieve.pim.cost.EngineCostModel`; PIM programs from the cycle-accurate engine, run when
+the list scheduler starts them on each GPU's :class:`~sieve.dram.device.PimDevice`, which keeps
+its refresh and row state through the step and across steps. A GPU kernel that streams weights
+(or a KV cache) is split into a load task on ``hbm`` of ``weight bytes / (eta_bw x HBM
+bandwidth)`` followed by the rest of its calibrated time on ``gpu``, so the two add up to the
+calibrated kernel time when nothing else runs, and weight loads can overlap other compute (the
+seed's separate ``HBM-PIM -> GPU`` load, which "can begin early" for shared experts).
+
+The scheduler of each GPU decides a layer's split when its task starts, from the counts of that
+layer (after the AllGather), the observed attention time of that layer type on that GPU (EMA,
+the roofline before the first observation), the layer's estimated dispatch + combine, and the
+layer's other GPU work; its estimator's PIM table has seen exactly the PIM expert runs that had
+ended by then (a scheduler never sees the future).
+
+Layer sampling (``StepOptions.layers = K``): only ``K`` layers spread evenly over the model
+(every layer type represented) are simulated, back to back, and the time up to the last of them
+is scaled by ``n_layers / K``; the LM head is added unscaled. ``layers=None`` simulates every
+layer (exact). Results record which.
+
+Tensor parallelism (``parallel="tp"``): every GPU runs all tokens with ``1/n`` of the heads and of
+every expert (:func:`sieve.system.ops.tp_shard`) and all-reduces after attention and after the
+MoE; the GPUs are identical, so one is simulated and its link lane holds the all-reduces.
+
+Times are nanoseconds; this module returns numbers (:class:`StepResult`), it draws nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sieve.dram.device import PimDevice
+from sieve.errors import ConfigError
+from sieve.hw.cost import (
+    Collective,
+    CostModel,
+    EpExchange,
+    GpuOp,
+    GroupedExperts,
+    MemoryStream,
+    PimAttention,
+)
+from sieve.hw.estimates import RooflineCostModel
+from sieve.hw.system import SystemConfig
+from sieve.pim.attention import run_attention
+from sieve.pim.cost import EngineCostModel
+from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
+from sieve.sched.estimator import Estimator
+from sieve.sched.methods import get_method
+from sieve.sched.partition import LayerLoad, Partition
+from sieve.system.dag import Schedule, Task
+from sieve.system.ops import (
+    expert_shape,
+    gdn_op,
+    gpu_decode_attention,
+    lm_head_op,
+    mixer_gemms,
+    prefill_attention,
+    router_op,
+    shared_op,
+    tp_shard,
+    weight_bytes,
+)
+from sieve.workload.trace import DECODE, PREFILL
+
+__all__ = ["DEFAULT_SCHEDULER_NS", "StepBatch", "StepOptions", "StepResult", "SystemState",
+           "simulate_step"]
+
+#: Decision time charged per layer and GPU to the methods that decide at run time (sieve,
+#: pimoe, duplex and the Sieve ablations): the seed reports ~20 us for the Sieve scheduler on a
+#: B200 GPU for a DeepSeek-R1 layer (§5 "Overhead of the Sieve Scheduler"), i.e. for its 256
+#: experts; its work is "a single sort and a linear scan", so we scale it linearly with the
+#: activated experts a decision examines (⚠ our reading: one point, no other source). Every
+#: dynamic method is charged the same; static ones (noexp, allexp, gpu-only) nothing.
+DEFAULT_SCHEDULER_NS = 20_000.0
+DEFAULT_SCHEDULER_EXPERTS = 256
+_STATIC = ("noexp", "allexp", "gpu-only")
+#: Bytes per routing-map entry in the AllGather: an int32 expert id and an fp32 gate weight
+#: per (token, expert) (⚠ our assumption; the seed does not give the format).
+ROUTE_ENTRY_BYTES = 8
+#: The schedulers' GPU/link estimators (StepOptions.estimator).
+ESTIMATORS = ("achievable", "roofline", "precise")
+#: EMA weight of observed attention times (the same choice as the expert table,
+#: sieve.sched.estimator.DEFAULT_ALPHA).
+_ATTN_ALPHA = 0.25
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How the system runs a step (the same for every method of a comparison).
+
+    Attributes:
+        method: scheduler name (:data:`sieve.sched.methods.SCHEDULERS`).
+        parallel: "ep" (expert parallelism over GPUs, data-parallel attention) or "tp".
+        microbatches: 1, or 2 for two-way micro-batch interleaving (seed Figure 6a).
+        pim_order: order of the GEMVs on PIM (docs/schedulers.md: "layer", one GPU step per
+            program).
+        estimator: the schedulers' GPU/link estimates: "achievable" (the seed's closed-form
+            roofline at the GPU's calibrated achievable rates; default), "roofline" (at spec
+            peaks) or "precise" (the calibrated models, kernel by kernel).
+        scheduler_ns: decision time of a dynamic method per layer and GPU (None: the seed's
+            20 us per 256 activated experts, :data:`DEFAULT_SCHEDULER_NS`).
+        expert_dtype: dtype of the routed and shared experts' weights (None: the system's).
+        kv_dtype: KV-cache element type ("bf16", "fp8").
+        layers: simulate every layer (None) or K layers spread evenly and scale (module doc).
+    """
+
+    method: str = "sieve"
+    parallel: str = "ep"
+    microbatches: int = 1
+    pim_order: str = "layer"
+    estimator: str = "achievable"
+    scheduler_ns: float | None = None
+    expert_dtype: str | None = None
+    kv_dtype: str = "bf16"
+    layers: int | None = None
+
+    def __post_init__(self):
+        get_method(self.method)
+        if self.parallel not in ("ep", "tp"):
+            raise ConfigError(f"step: parallel {self.parallel!r} unknown (known: ep, tp)")
+        if self.microbatches not in (1, 2):
+            raise ConfigError(f"step: microbatches must be 1 or 2, got {self.microbatches!r}")
+        if self.estimator not in ESTIMATORS:
+            raise ConfigError(f"step: estimator {self.estimator!r} unknown (known: "
+                              f"{', '.join(sorted(ESTIMATORS))})")
+        if self.kv_dtype not in ("bf16", "fp16", "fp8"):
+            raise ConfigError(f"step: kv_dtype {self.kv_dtype!r} unknown (known: bf16, fp16, "
+                              "fp8)")
+        if self.layers is not None and (isinstance(self.layers, bool) or not isinstance(
+                self.layers, int) or self.layers < 1):
+            raise ConfigError(f"step: layers must be None (all) or an integer >= 1, got "
+                              f"{self.layers!r}")
+        if self.scheduler_ns is not None and not self.scheduler_ns >= 0:
+            raise ConfigError(f"step: scheduler_ns must be >= 0, got {self.scheduler_ns!r}")
+
+    def decision_ns(self, n_active: int) -> float:
+        """Decision time for a layer with ``n_active`` activated local experts (ns):
+        ``scheduler_ns`` if set, else the seed's 20 us scaled by ``n_active / 256``; 0 for the
+        static methods."""
+        if self.method in _STATIC:
+            return 0.0
+        if self.scheduler_ns is not None:
+            return float(self.scheduler_ns)
+        return DEFAULT_SCHEDULER_NS * n_active / DEFAULT_SCHEDULER_EXPERTS
+
+
+@dataclass(frozen=True, eq=False)
+class StepBatch:
+    """The requests of one step and their routing.
+
+    Attributes:
+        phase: per request, :data:`~sieve.workload.trace.DECODE` or ``PREFILL``.
+        context: per request, tokens already in its KV cache before the step.
+        tokens: per request, tokens it processes in the step (1 for decode, the prompt for
+            prefill).
+        expert_ids: ``(n_tokens, n_trace_layers, top_k)`` routing of the step's tokens, in
+            request order (request 0's tokens first).
+        layer_ids: the model layer of every trace layer.
+    """
+
+    phase: np.ndarray
+    context: np.ndarray
+    tokens: np.ndarray
+    expert_ids: np.ndarray
+    layer_ids: tuple[int, ...]
+
+    def __post_init__(self):
+        for n in ("phase", "context", "tokens"):
+            object.__setattr__(self, n, np.asarray(getattr(self, n), dtype=np.int64))
+        n = self.phase.size
+        if n == 0 or self.context.shape != (n,) or self.tokens.shape != (n,):
+            raise ConfigError("step batch: phase, context and tokens need one entry per "
+                              "request (at least one request)")
+        if (self.tokens < 1).any() or (self.context < 0).any():
+            raise ConfigError("step batch: tokens must be >= 1 and context >= 0 per request")
+        if not np.isin(self.phase, (PREFILL, DECODE)).all():
+            raise ConfigError("step batch: phase must be PREFILL (0) or DECODE (1)")
+        ids = np.asarray(self.expert_ids)
+        if ids.ndim != 3 or ids.shape[0] != int(self.tokens.sum()) or ids.shape[1] != len(
+                self.layer_ids):
+            raise ConfigError(f"step batch: expert_ids must be (tokens={int(self.tokens.sum())}"
+                              f", layers={len(self.layer_ids)}, top_k), got {ids.shape}")
+        object.__setattr__(self, "expert_ids", ids.astype(np.int64))
+        object.__setattr__(self, "layer_ids", tuple(int(x) for x in self.layer_ids))
+
+    @property
+    def n_requests(self) -> int:
+        return int(self.phase.size)
+
+    @property
+    def token_request(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_requests), self.tokens)
+
+
+class SystemState:
+    """What carries across steps: every GPU's PIM device (refresh and row state), every GPU's
+    scheduler estimator (EMA tables) and attention observations, and the clock."""
+
+    def __init__(self, model, system: SystemConfig, options: StepOptions):
+        self.model = model
+        self.system = system
+        self.options = options
+        self.precise = EngineCostModel(system)
+        n_sim = 1 if options.parallel == "tp" else system.n_gpus
+        self.view = tp_shard(model, system.n_gpus) if options.parallel == "tp" else model
+        self.shape = expert_shape(self.view)
+        est_cost: CostModel = (
+            self.precise if options.estimator == "precise" else
+            RooflineCostModel(system, achievable=options.estimator == "achievable"))
+        meth = get_method(options.method)
+        self.estimators = [Estimator(est_cost, self.shape, pim=meth.pim_source or "ema",
+                                     pim_order=options.pim_order) for _ in range(n_sim)]
+        self.devices = ([PimDevice(system.memory) for _ in range(n_sim)] if system.has_pim
+                        else [None] * n_sim)
+        self.attn_seen: list[dict[str, float]] = [{} for _ in range(n_sim)]
+        self._pending: list[list] = [[] for _ in range(n_sim)]
+        self._seq = 0
+        self.now_ns = 0.0
+        self.steps = 0
+
+    # observations become visible to a GPU's scheduler when they have happened
+    def _push(self, g: int, at_ns: float, kind: str, payload) -> None:
+        heapq.heappush(self._pending[g], (at_ns, self._seq, kind, payload))
+        self._seq += 1
+
+    def _flush(self, g: int, until_ns: float) -> None:
+        q = self._pending[g]
+        while q and q[0][0] <= until_ns:
+            _, _, kind, payload = heapq.heappop(q)
+            if kind == "experts":
+                counts, times, mapping, pcs, paid = payload
+                self.estimators[g].observe(counts, times, mapping, pcs, fixed_ns=paid)
+            else:
+                lt, t = payload
+                old = self.attn_seen[g].get(lt)
+                self.attn_seen[g][lt] = t if old is None else old + _ATTN_ALPHA * (t - old)
+
+
+@dataclass(frozen=True, eq=False)
+class StepResult:
+    """One simulated step (all times ns, absolute device times in ``tasks``).
+
+    Attributes:
+        step_ns: the step's time (scaled when layers are sampled).
+        makespan_ns: the simulated span (start of the step to its last task).
+        layers_ns: the simulated span up to the end of the last simulated layer.
+        layers_simulated, n_layers: layers simulated / in the model.
+        start_ns: device time the step started at.
+        busy_ns: ``{lane: busy ns}`` (lanes ``gpu0``, ``hbm0``, ``pim0``, ``link0``, ...).
+        critical_path: the chain of tasks that set the makespan, as dicts.
+        tasks: every task as a dict (name, lane kind, gpu, layer, microbatch, start, end).
+        partitions: one dict per (layer, micro-batch, GPU) decision.
+        pim_channels: per PIM program on GPU 0: start, end and per-PC busy ns.
+        decode_tokens, prefill_tokens: tokens the step produces / prefills.
+    """
+
+    step_ns: float
+    makespan_ns: float
+    layers_ns: float
+    layers_simulated: int
+    n_layers: int
+    start_ns: float
+    busy_ns: dict[str, float]
+    critical_path: list[dict]
+    tasks: list[dict] = field(repr=False)
+    partitions: list[dict] = field(repr=False)
+    pim_channels: list[dict] = field(repr=False)
+    decode_tokens: int = 0
+    prefill_tokens: int = 0
+
+
+def _sampled_layers(model, k: int | None) -> list[int]:
+    n = model.n_layers
+    if k is None or k >= n:
+        return list(range(n))
+    picks = sorted({int(round(x)) for x in np.linspace(0, n - 1, k)})
+    types = {model.layer_types[i] for i in picks}
+    for t in sorted(set(model.layer_types) - types):  # every layer type represented
+        picks.append(next(i for i in range(n) if model.layer_types[i] == t))
+    return sorted(set(picks))
+
+
+class _Builder:
+    """Builds and runs the task graph of one step (see the module docstring)."""
+
+    def __init__(self, state: SystemState, batch: StepBatch):
+        self.st = state
+        self.b = batch
+        self.o = state.options
+        self.sys = state.system
+        self.model = state.view
+        self.full = state.model
+        self.meth = get_method(self.o.method)
+        self.tp = self.o.parallel == "tp"
+        self.n_gpus = self.sys.n_gpus
+        self.n_sim = 1 if self.tp else self.n_gpus
+        self.sched = Schedule()
+        self.t0 = state.now_ns
+        self.parts: list[dict] = []
+        self.channels: list[dict] = []
+        self.pim_mode = self.sys.has_pim and self.o.method != "gpu-only"
+        cal, gpu = self.sys.gpu_calibration, self.sys.gpu
+        self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
+        self.dtype = self.sys.dtype
+        ex = self.o.expert_dtype
+        self.expert_dtype = (self.full.released_format if ex == "released" else ex)
+        self.ffn_shape = FfnShape(state.shape.hidden, state.shape.intermediate,
+                                  state.shape.gated)
+        # requests -> GPU (data-parallel attention) and micro-batch
+        r = np.arange(batch.n_requests)
+        self.req_gpu = np.zeros_like(r) if self.tp else r % self.n_gpus
+        per = (r // (1 if self.tp else self.n_gpus))
+        self.req_mb = per % self.o.microbatches
+        self.tok_req = batch.token_request
+        self.expert_gpu = (np.zeros(self.full.n_experts, dtype=np.int64) if self.tp else
+                           np.repeat(np.arange(self.n_gpus), self.full.n_experts // self.n_gpus))
+        if not self.tp and self.full.n_experts % self.n_gpus:
+            raise ConfigError(f"EP: {self.full.n_experts} experts do not split evenly over "
+                              f"{self.n_gpus} GPUs")
+
+    # ---- task helpers --------------------------------------------------------------------------
+    def _info(self, g, layer, mb, kind):
+        return {"gpu": g, "layer": layer, "mb": mb, "kind": kind}
+
+    def gpu_tasks(self, name: str, ops: Sequence[GpuOp], g: int, deps: list[Task], layer: int,
+                  mb: int, prio: int, load_deps: list[Task] | None = None) -> Task | None:
+        """GPU operations as a weight-load task (hbm) then the rest of their calibrated time
+        (gpu); returns the last task (None for no work)."""
+        ops = [op for op in ops if op is not None]
+        if not ops:
+            return None
+        total = self.st.precise.gpu_ns(ops)
+        wbytes = sum(weight_bytes(op, self.dtype) for op in ops)
+        t_load = min(wbytes / self.load_bytes_per_ns, total)
+        s = self.sched
+        last_deps = list(deps)
+        if t_load > 0:
+            ld = s.add(Task(f"{name}_load", (f"hbm{g}",), t_load,
+                            deps=list(deps if load_deps is None else load_deps), priority=prio,
+                            info=self._info(g, layer, mb, "hbm")))
+            last_deps.append(ld)
+        return s.add(Task(name, (f"gpu{g}",), total - t_load, deps=last_deps, priority=prio,
+                          info=self._info(g, layer, mb, "gpu")))
+
+    def link(self, name: str, dur: float, deps: list[Task], layer: int, mb: int, prio: int
+             ) -> Task:
+        lanes = tuple(f"link{g}" for g in range(self.n_sim))
+        return self.sched.add(Task(name, lanes, dur, deps=deps, priority=prio,
+                                   info=self._info(-1, layer, mb, "link")))
+
+    # ---- one layer -----------------------------------------------------------------------------
+    def layer(self, li: int, layer: int, mb: int, prev: list[Task | None], prio: int
+              ) -> list[Task]:
+        """Tasks of model layer ``layer`` (trace layer ``li``) for micro-batch ``mb`` on every
+        simulated GPU; ``prev[g]`` is that GPU's last task of the previous layer."""
+        m, b = self.model, self.b
+        lt = m.layer_types[layer]
+        mine_mb = self.req_mb == mb
+        tok_mask = mine_mb[self.tok_req]
+        ids = b.expert_ids[tok_mask, li, :] if layer in self._moe else None
+        tok_gpu = self.req_gpu[self.tok_req][tok_mask]
+        routers: list[Task] = []
+        shared_done: list[Task | None] = []
+        for g in range(self.n_sim):
+            deps = [prev[g]] if prev[g] is not None else []
+            reqs = np.flatnonzero(mine_mb & (self.req_gpu == g))
+            dec = reqs[b.phase[reqs] == DECODE]
+            pre = reqs[b.phase[reqs] == PREFILL]
+            n_tok = int(b.tokens[reqs].sum())
+            if n_tok == 0:  # this GPU has no request in this micro-batch
+                routers.append(self.sched.add(Task("idle", (f"gpu{g}",), 0.0, deps=deps,
+                                                   priority=prio,
+                                                   info=self._info(g, layer, mb, "gpu"))))
+                shared_done.append(None)
+                continue
+            if lt == "gdn":
+                mix = self.gpu_tasks("gdn", gdn_op(m, layer, reqs.size, n_tok, None), g, deps,
+                                     layer, mb, prio)
+            else:
+                pre_ops, post_ops = mixer_gemms(m, layer, n_tok)
+                q = self.gpu_tasks("qkv", pre_ops, g, deps, layer, mb, prio)
+                att = [q]
+                ctx = b.context[dec] + 1
+                if dec.size and self.pim_mode:
+                    att.append(self.pim_attention(g, layer, ctx, [q], mb, prio))
+                elif dec.size:
+                    att.append(self.gpu_tasks("attn", [gpu_decode_attention(
+                        m, layer, ctx, self.o.kv_dtype)], g, [q], layer, mb, prio))
+                if pre.size:
+                    att.append(self.gpu_tasks("prefill_attn", [prefill_attention(
+                        m, layer, b.tokens[pre])], g, [q], layer, mb, prio))
+                mix = self.gpu_tasks("o_proj", post_ops, g, [t for t in att if t], layer, mb,
+                                     prio)
+            if self.tp and self.n_gpus > 1:
+                mix = self.link("allreduce_attn", self.st.precise.comm_ns(Collective(
+                    "all_reduce", n_tok * self.full.hidden_size * 2.0)), [mix], layer, mb,
+                    prio)
+            if layer not in self._moe:
+                ffn = self.gpu_tasks("dense_ffn", [GroupedExperts(
+                    [n_tok], _dense_shape(self.full), self.expert_dtype)], g, [mix], layer,
+                    mb, prio)
+                routers.append(ffn)
+                shared_done.append(None)
+                continue
+            r = self.gpu_tasks("router", [router_op(m, n_tok)], g, [mix], layer, mb, prio)
+            routers.append(r)
+            sh = shared_op(m, n_tok, self.expert_dtype)
+            shared_done.append(self.gpu_tasks("shared", [sh], g, [r], layer, mb, prio,
+                                              load_deps=[r]) if sh is not None else None)
+        if layer not in self._moe:
+            return routers
+        # ---- routing maps, dispatch, scheduling, experts, combine -------------------------
+        n_tok_all = int(tok_mask.sum())
+        multi = self.n_sim > 1
+        if multi:
+            ag = self.link("allgather", self.st.precise.comm_ns(Collective(
+                "all_gather", n_tok_all * self.full.top_k * ROUTE_ENTRY_BYTES)), routers,
+                layer, mb, prio)
+        metas, scheds, joins = [], [], []
+        counts_all = np.bincount(ids.ravel(), minlength=self.full.n_experts) if ids.size else \
+            np.zeros(self.full.n_experts, dtype=np.int64)
+        copies = None
+        if multi:
+            from sieve.sched.trace import ep_copies
+
+            copies = ep_copies(ids[:, None, :], tok_gpu, self.expert_gpu, self.n_gpus)[0]
+        for g in range(self.n_sim):
+            base = [ag] if multi else [routers[g]]
+            meta = self.gpu_tasks("meta", [MemoryStream(
+                max(n_tok_all, 1) * self.full.top_k * 8.0)], g, base, layer, mb, prio)
+            metas.append(meta)
+        if multi:
+            t_disp = self.st.precise.comm_ns(EpExchange("dispatch", copies,
+                                                        self.full.hidden_size))
+            disp = self.link("dispatch", t_disp, metas, layer, mb, prio)
+        for g in range(self.n_sim):
+            join = self.sched.add(Task("experts_done", (f"gpu{g}",), 0.0, pending=True,
+                                       priority=prio, info=self._info(g, layer, mb, "gpu")))
+            joins.append(join)
+            local = counts_all[self.expert_gpu == g] if not self.tp else counts_all
+            sc = self.sched.add(Task(
+                "scheduler", (f"gpu{g}",), self.o.decision_ns(int(np.count_nonzero(local))),
+                deps=[metas[g]], priority=prio,
+                info=self._info(g, layer, mb, "gpu"),
+                on_start=self._decider(g, layer, li, mb, local, join,
+                                       [disp] if multi else [], copies, prio)))
+            scheds.append(sc)
+        after = joins
+        if multi:
+            t_comb = self.st.precise.comm_ns(EpExchange("combine", copies,
+                                                        self.full.hidden_size))
+            after = [self.link("combine", t_comb, joins, layer, mb, prio)] * self.n_sim
+        if self.tp and self.n_gpus > 1:
+            after = [self.link("allreduce_moe", self.st.precise.comm_ns(Collective(
+                "all_reduce", n_tok_all * self.full.hidden_size * 2.0)), joins, layer, mb,
+                prio)]
+        out = []
+        for g in range(self.n_sim):
+            reqs = np.flatnonzero(mine_mb & (self.req_gpu == g))
+            n_tok = int(b.tokens[reqs].sum())
+            deps = [after[g] if len(after) > 1 else after[0]]
+            if shared_done[g] is not None:
+                deps.append(shared_done[g])
+            ws = self.gpu_tasks("wsum", [MemoryStream(
+                max(n_tok, 1) * self.full.top_k * self.full.hidden_size * 2.0 * 2)], g, deps,
+                layer, mb, prio)
+            out.append(ws)
+        return out
+
+    def pim_attention(self, g, layer, ctx, deps, mb, prio) -> Task:
+        st, model, lt = self.st, self.model, self.model.layer_types[layer]
+        kv = 1 if self.o.kv_dtype == "fp8" else 2
+
+        def run(start):
+            r = run_attention(self.sys.memory, model, layer, ctx, gpu=self.sys.gpu.name,
+                              kv_bytes=kv, device=st.devices[g], start_ns=start)
+            # the device starts on its next tick: count from the task's start
+            dur = r.total_ns + ((r.pim.start_ns - start) if r.pim is not None else 0.0)
+            st._push(g, start + dur, "attention", (lt, dur))
+            if g == 0 and r.pim is not None:
+                self.channels.append({"kind": "attention", "layer": layer, "mb": mb,
+                                      "start_ns": start, "end_ns": start + dur,
+                                      "pc_busy_ns": r.pim.pc_busy_ns.copy()})
+            return dur
+
+        return self.sched.add(Task("attn", (f"pim{g}",), run, deps=deps, priority=prio,
+                                   info=self._info(g, layer, mb, "pim")))
+
+    def _decider(self, g, layer, li, mb, local, join, disp, copies, prio):
+        st = self.st
+        model = self.model
+
+        def decide(task: Task, sched: Schedule) -> None:
+            s = task.start_ns
+            st._flush(g, s)
+            est = st.estimators[g]
+            lt = model.layer_types[layer]
+            reqs = np.flatnonzero((self.req_mb == mb) & (self.req_gpu == g))
+            dec = reqs[self.b.phase[reqs] == DECODE]
+            n_tok = int(self.b.tokens[reqs].sum())
+            busy = 0.0
+            if self.pim_mode and dec.size and lt != "gdn":
+                busy = st.attn_seen[g].get(lt)
+                if busy is None:  # roofline before the first observation
+                    busy = RooflineCostModel(self.sys).pim_ns(PimAttention(
+                        model, layer, self.b.context[dec] + 1))
+            comm = 0.0
+            if copies is not None:
+                comm = est.cost.comm_ns([EpExchange("dispatch", copies,
+                                                    self.full.hidden_size),
+                                         EpExchange("combine", copies, self.full.hidden_size)])
+            fixed = []
+            if n_tok and lt != "gdn":
+                pre_ops, post_ops = mixer_gemms(model, layer, n_tok)
+                fixed = [*pre_ops, *post_ops, router_op(model, n_tok)]
+                sh = shared_op(model, n_tok, self.expert_dtype)
+                if sh is not None:
+                    fixed.append(sh)
+            load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
+                             gpu_fixed=tuple(fixed))
+            part = self.meth(load, est)
+            if not self.pim_mode:  # no PIM units, or the GPU-only method
+                part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
+                                 pim_order=part.pim_order, attention_on_pim=False,
+                                 est_comm_ns=part.est_comm_ns, est_gpu_ns=part.est_gpu_ns)
+            self.parts.append({"layer": layer, "mb": mb, "gpu": g, "decided_ns": s,
+                               **part.summary()})
+            done = []
+            gc = part.gpu_counts
+            if gc.any():
+                done.append(self.gpu_tasks(
+                    "experts_gpu", [GroupedExperts(gc, st.shape, self.expert_dtype)], g,
+                    [task, *disp], layer, mb, prio, load_deps=[task]))
+            if part.on_pim.any():
+                done.append(sched.add(Task("experts_pim", (f"pim{g}",),
+                                           self._pim_experts(g, layer, mb, part),
+                                           deps=[task, *disp], priority=prio,
+                                           info=self._info(g, layer, mb, "pim"))))
+            sched.release(join, done or [task])
+
+        return decide
+
+    def _pim_experts(self, g, layer, mb, part: Partition):
+        st = self.st
+
+        def run(start):
+            kw = {"order": part.pim_order, "gpu": self.sys.gpu.name, "device": st.devices[g],
+                  "start_ns": start}
+            if part.mapping == "tp":
+                r = run_moe_tp(self.sys.memory, self.ffn_shape, part.pim_counts, **kw)
+            else:
+                r = run_moe_ep(self.sys.memory, self.ffn_shape, part.pim_counts,
+                               pcs_per_expert=part.pcs_per_expert, placement=part.placement,
+                               **kw)
+            dur = r.total_ns + (r.pim.start_ns - start)  # the device starts on its next tick
+            # what each expert took itself: its kernels under the "layer" order (the one GPU
+            # step is the program's, seen as its once-paid time), its span otherwise
+            own = (r.expert_busy_ns if part.pim_order == "layer"
+                   else r.expert_end_ns - r.expert_start_ns)
+            if part.mapping == "tp":
+                paid = r.total_ns - float(own.sum())
+            else:  # groups run side by side: the busiest group's remainder
+                grp = part.placement[r.expert_ids]
+                per = np.bincount(grp, weights=own, minlength=int(grp.max()) + 1)
+                paid = r.total_ns - float(per.max())
+            # visible to the scheduler when the program has ended
+            st._push(g, r.pim.start_ns + r.total_ns, "experts",
+                     (r.tokens, own, part.mapping, part.pcs_per_expert, max(paid, 0.0)))
+            if g == 0:
+                self.channels.append({"kind": "experts", "layer": layer, "mb": mb,
+                                      "start_ns": start, "end_ns": start + dur,
+                                      "pc_busy_ns": r.pim.pc_busy_ns.copy()})
+            return dur
+
+        return run
+
+    # ---- the step ------------------------------------------------------------------------------
+    def run(self) -> StepResult:
+        b, st = self.b, self.st
+        self._moe = set(self.full.moe_layer_ids)
+        layers = _sampled_layers(self.full, self.o.layers)
+        trace_index = {lid: i for i, lid in enumerate(b.layer_ids)}
+        missing = [lid for lid in layers if lid in self._moe and lid not in trace_index]
+        if missing:
+            raise ConfigError(f"step: the routing has no layer {missing[0]} of "
+                              f"{self.full.name!r} (trace layers: {b.layer_ids[:4]}...)")
+        start = self.sched.add(Task("step_start", tuple(
+            f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
+            0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
+        prev = {mb: [start] * self.n_sim for mb in range(self.o.microbatches)}
+        for i, layer in enumerate(layers):
+            for mb in range(self.o.microbatches):
+                prev[mb] = self.layer(trace_index.get(layer, -1), layer, mb, prev[mb],
+                                      prio=2 * i + mb)
+        last_layer = [t for mb in prev for t in prev[mb]]
+        for g in range(self.n_sim):
+            reqs = np.flatnonzero(self.req_gpu == g)
+            op = lm_head_op(self.full, int(reqs.size), self.n_gpus if self.tp else 1)
+            self.gpu_tasks("lm_head", [op], g, [prev[mb][g] for mb in prev], -1, -1, 10 ** 6)
+        # shift: every task of this step starts at the state's clock
+        self._shift()
+        self.sched.run()
+        res = self._result(layers, last_layer)
+        st.now_ns = self.t0 + res.makespan_ns
+        st.steps += 1
+        return res
+
+    def _shift(self) -> None:
+        # the step starts at device time t0: the start task lasts t0 (it holds every lane)
+        self.sched.tasks[0].duration = self.t0
+
+    def _result(self, layers, last_layer) -> StepResult:
+        s, t0 = self.sched, self.t0
+        makespan = s.makespan_ns - t0
+        layers_end = max(t.end_ns for t in last_layer) - t0
+        scale = self.full.n_layers / len(layers)
+        step_ns = layers_end * scale + (makespan - layers_end)
+        busy = {lane: sum(t.duration_ns for t in ts if t.name != "step_start")
+                for lane, ts in s.lanes.items()}
+        tasks = [{"name": t.name, **t.info, "start_ns": t.start_ns, "end_ns": t.end_ns}
+                 for t in s.tasks if t.placed and t.name != "step_start"]
+        crit = [{"name": t.name, **t.info, "start_ns": t.start_ns, "end_ns": t.end_ns}
+                for t in s.critical_path() if t.name != "step_start"]
+        b = self.b
+        dec = int((b.phase == DECODE).sum())
+        pre = b.phase == PREFILL
+        return StepResult(step_ns=step_ns, makespan_ns=makespan, layers_ns=layers_end,
+                          layers_simulated=len(layers), n_layers=self.full.n_layers,
+                          start_ns=t0, busy_ns=busy, critical_path=crit, tasks=tasks,
+                          partitions=self.parts, pim_channels=self.channels,
+                          decode_tokens=dec + int(pre.sum()),
+                          prefill_tokens=int(b.tokens[pre].sum()))
+
+
+def _dense_shape(model):
+    from sieve.hw.cost import ExpertShape
+
+    return ExpertShape(model.hidden_size, model.dense_intermediate_size, gated=True)
+
+
+def simulate_step(state: SystemState, batch: StepBatch) -> StepResult:
+    """Simulate one step on ``state`` (its devices, tables and clock advance)."""
+    if not isinstance(state, SystemState):
+        raise ConfigError("simulate_step: state must be a SystemState")
+    if not isinstance(batch, StepBatch):
+        raise ConfigError("simulate_step: batch must be a StepBatch")
+    k = batch.expert_ids.shape[2]
+    if k != state.model.top_k:
+        raise ConfigError(f"step: routing is top-{k}, model {state.model.name!r} is "
+                          f"top-{state.model.top_k}")
+    if batch.expert_ids.size and (batch.expert_ids.min() < 0 or
+                                  batch.expert_ids.max() >= state.model.n_experts):
+        raise ConfigError(f"step: expert ids must lie in [0, {state.model.n_experts})")
+    return _Builder(state, batch).run()

@@ -1,0 +1,149 @@
+"""Runs, the evaluation tables and figures, and the main job's CLI (run, timeline, plot)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sieve.cli import main
+from sieve.errors import ConfigError
+from sieve.report import figures
+from sieve.report.evaluation import Point, evaluate, render, tables
+from sieve.report.tables import read_csv, to_csv
+from sieve.system.run import RUN_COLUMNS, RunConfig, simulate_run
+
+BASE = dict(model="qwen3-30b-a3b", system="1xb200", batch=4, steps=1, warmup=0, layers=1)
+
+
+@pytest.fixture(scope="module")
+def ev():
+    pts = [Point(RunConfig(method=m, **BASE), timeline=(m == "sieve"),
+                 channels=(m in ("sieve", "pimoe"))) for m in ("noexp", "pimoe", "sieve")]
+    pts += [Point(RunConfig(method=m, colocated=True, n_prefill=1,
+                            **{**BASE, "batch": 3})) for m in ("noexp", "sieve")]
+    return evaluate(pts)
+
+
+def test_run_rows_have_every_column_and_consistent_metrics(ev):
+    for r in ev.runs:
+        assert set(RUN_COLUMNS) <= set(r)
+        assert r["interactivity_tok_s_user"] == pytest.approx(1e3 / r["tpot_ms"])
+        made = r["batch"]  # every decode request and the first token of each prefill
+        assert r["throughput_tok_s_gpu"] == pytest.approx(made / (r["tpot_ms"] / 1e3)
+                                                          / r["n_gpus"])
+        for k in ("gpu", "hbm", "pim", "link"):
+            assert 0.0 <= r[f"{k}_busy_frac"] <= 1.0
+    noexp = next(r for r in ev.runs if r["method"] == "noexp" and not r["colocated"])
+    assert noexp["tokens_pim_frac"] == 0.0
+    colo = [r for r in ev.runs if r["colocated"]]
+    assert all(r["processed_tok_s_gpu"] > r["throughput_tok_s_gpu"] for r in colo)
+
+
+def test_config_round_trip_and_determinism():
+    cfg = RunConfig(method="duplex", seed=3, system_overrides={"memory.nCCDAB": 6}, **BASE)
+    again = RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert again == cfg
+    assert simulate_run(cfg).row == simulate_run(again).row
+    with pytest.raises(ConfigError, match="unknown field.*bogus"):
+        RunConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+def test_tables_round_trip_through_csv(ev, tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(to_csv(ev.runs, RUN_COLUMNS))
+    back = read_csv(p)
+    assert [r["method"] for r in back] == [r["method"] for r in ev.runs]
+    for a, b in zip(back, ev.runs):
+        assert a["tpot_ms"] == pytest.approx(b["tpot_ms"], rel=1e-8)
+
+
+def test_figures_come_from_the_tables_with_their_series_and_labels(ev):
+    fig = figures.plot_pareto(ev.runs, "qwen3-30b-a3b")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "Interactivity (tokens/s/user)"
+    assert ax.get_ylabel() == "Throughput (tokens/s/GPU)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["NoExp", "PIMoE", "Sieve"]
+    assert len(ax.lines) == 3
+    figures._mpl().close(fig)
+    fig = figures.plot_pim_channels(ev.channels)
+    assert [a.get_ylabel() for a in fig.axes[:2]] == ["pseudo-channel"] * 2
+    assert "Sieve" in fig.axes[0].get_title() and "PIMoE" in fig.axes[1].get_title()
+    figures._mpl().close(fig)
+    fig = figures.plot_colocated(ev.runs)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "Throughput relative to NoExp" and len(ax.patches) == 1
+    figures._mpl().close(fig)
+    fig = figures.plot_timeline(ev.timeline, layers=[0])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["PIM", "HBM (weights)",
+                                                            "GPU compute", "link"]
+    figures._mpl().close(fig)
+
+
+def test_render_draws_every_figure_from_csv_bytes(ev):
+    out = render(tables(ev))
+    for stem in ("fig9_pareto", "fig10_pim_channels", "fig11_colocated", "timeline"):
+        for ext in ("png", "pdf"):
+            assert out[f"{stem}.{ext}"][:4] in (b"\x89PNG", b"%PDF")
+    again = render(tables(ev))
+    assert again == out  # byte-reproducible
+
+
+def test_figure_errors_name_what_is_missing():
+    with pytest.raises(ConfigError, match="no rows"):
+        figures.plot_pareto([])
+    with pytest.raises(ConfigError, match="lacks column"):
+        figures.plot_pareto([{"model": "x"}])
+    with pytest.raises(ConfigError, match="noexp rows"):
+        figures.plot_colocated([{"model": "m", "method": "sieve", "batch": 1,
+                                 "throughput_tok_s_gpu": 1.0, "colocated": 1}])
+
+
+def test_cli_run_writes_tables_and_figures(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "--model", "qwen3-30b-a3b", "--system", "1xb200", "--methods",
+                 "noexp,sieve", "--batch", "2,4", "--layers", "1", "--warmup", "0", "--out",
+                 str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "sieve" in text and "noexp" in text
+    rows = read_csv(out / "runs.csv")
+    assert len(rows) == 4 and {r["method"] for r in rows} == {"noexp", "sieve"}
+    cfg = json.loads((out / "config.json").read_text())
+    assert len(cfg["runs"]) == 4 and "1xb200" in cfg["systems"]
+    for f in ("fig9_pareto.png", "fig10_pim_channels.pdf", "timeline.png", "manifest.json"):
+        assert (out / f).is_file()
+    before = (out / "fig9_pareto.png").read_bytes()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "fig9_pareto.png").read_bytes() == before
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["run", "--methods", "fast"], "scheduler 'fast'"),
+    (["run", "--batch", "0"], "batch must be an integer >= 1"),
+    (["run", "--layers", "x"], "--layers"),
+    (["run", "--model", "nope"], "model 'nope'"),
+    (["run", "--system", "3xb200"], "system '3xb200'"),
+    (["run", "--workload", "nope"], "profile"),
+    (["timeline", "--batch", "0"], "--batch"),
+    (["plot", "/nonexistent-folder"], "no runs.csv"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, argv, msg):
+    if argv[0] != "plot":
+        argv = argv + ["--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_layer_sampling_keeps_every_layer_type():
+    from sieve.model import get_model
+    from sieve.system.step import _sampled_layers
+
+    m = get_model("qwen3.5-397b-a17b")
+    picks = _sampled_layers(m, 2)
+    assert {m.layer_types[i] for i in picks} == set(m.layer_types)
+    assert _sampled_layers(m, None) == list(range(m.n_layers))
+    assert np.all(np.diff(picks) > 0)
