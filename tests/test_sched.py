@@ -266,8 +266,12 @@ def test_ablations_decide_without_their_ingredient(load):
     no_comm = schedule("sieve-nocomm", load, e)
     blind = sieve(LayerLoad(load.counts, SHAPE, load.pim_busy_ns, 0.0, load.gpu_fixed), e)
     assert np.array_equal(no_comm.on_pim, blind.on_pim)
+    no_fixed = schedule("sieve-nofixed", load, e)
+    blind = sieve(LayerLoad(load.counts, SHAPE, load.pim_busy_ns, load.comm_ns, ()), e)
+    assert np.array_equal(no_fixed.on_pim, blind.on_pim)
     # the reported estimates keep the full information
     assert no_attn.est_pim_ns == pytest.approx(split_estimates(load, e, no_attn.on_pim)[2])
+    assert no_fixed.est_gpu_ns == pytest.approx(split_estimates(load, e, no_fixed.on_pim)[1])
 
 
 def test_attention_awareness_moves_experts_off_a_busy_pim():

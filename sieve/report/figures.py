@@ -28,7 +28,8 @@ METHOD_STYLE = {
     "gpu-only": ("#7f7f7f", "x"), "noexp": ("#1f77b4", "s"), "allexp": ("#ff7f0e", "^"),
     "pimoe": ("#2ca02c", "D"), "duplex": ("#9467bd", "v"), "sieve": ("#d62728", "o"),
     "sieve-noattn": ("#e377c2", "o"), "sieve-nocomm": ("#bcbd22", "o"),
-    "sieve-roofline": ("#17becf", "o"), "optimal": ("#8c564b", "*"),
+    "sieve-roofline": ("#17becf", "o"), "sieve-nofixed": ("#ff9896", "o"),
+    "optimal": ("#8c564b", "*"),
 }
 METHOD_LABEL = {"gpu-only": "GPU-only", "noexp": "NoExp", "allexp": "AllExp",
                 "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve"}

@@ -15,9 +15,10 @@ result is never worse (under the same estimator) than all-on-PIM (no move) or al
 move). It need not be the best subset; :mod:`sieve.sched.optimal` measures the gap.
 
 Ablation switches (issue 9): ``attention_aware=False`` decides as if PIM were free of
-attention, ``comm_aware=False`` as if ``T_comm`` were 0 (the reported estimates always use the
-full information, so methods stay comparable); the PIM estimate source (EMA table, roofline
-only, the engine) is the estimator's.
+attention, ``comm_aware=False`` as if ``T_comm`` were 0, ``fixed_aware=False`` as if the GPU had
+only its experts to run (the seed's ``T_comp`` counts every GPU operation of the layer; the
+reported estimates always use the full information, so methods stay comparable); the PIM
+estimate source (EMA table, roofline only, the engine) is the estimator's.
 
 Two implementations of the same loop: a compiled one (``sieve.sched._greedy``) used when the
 GPU estimate is the seed's roofline (an affine form), and :func:`sieve_reference` in Python for
@@ -122,17 +123,23 @@ def _fast(load: LayerLoad, est: Estimator, aff: GpuAffine, busy: float, comm: fl
 
 
 def sieve(load: LayerLoad, est: Estimator, *, attention_aware: bool = True,
-          comm_aware: bool = True) -> Partition:
-    """The Sieve scheduler's partition of one layer (module docstring)."""
+          comm_aware: bool = True, fixed_aware: bool = True) -> Partition:
+    """The Sieve scheduler's partition of one layer (module docstring). ``fixed_aware=False``
+    decides with the GPU's expert work alone (the layer's other GPU work left out of
+    ``T_GPU``), an ablation; the reported estimates keep the full information."""
     busy = load.pim_busy_ns if attention_aware else 0.0
     comm = load.comm_ns if comm_aware else 0.0
-    aff = est.gpu_affine(load.gpu_fixed) if est.pim_source != "model" else None
+    decide = load if fixed_aware else LayerLoad(load.counts, load.shape, load.pim_busy_ns,
+                                                load.comm_ns, ())
+    aff = est.gpu_affine(decide.gpu_fixed) if est.pim_source != "model" else None
     if aff is not None:
-        on_pim, t_gpu, t_pim, steps = _fast(load, est, aff, busy, comm)
+        on_pim, t_gpu, t_pim, steps = _fast(decide, est, aff, busy, comm)
         t_pim += load.pim_busy_ns - busy  # report with full information
+        if not fixed_aware:
+            t_gpu = est.gpu_ns(np.where(on_pim, 0, load.counts), load.gpu_fixed)
         return Partition._trusted("sieve", load.counts, on_pim, est.pim_order, "tp",
                                   load.comm_ns, t_gpu, t_pim, steps)
-    on_pim, steps = sieve_reference(load, est, attention_aware=attention_aware,
+    on_pim, steps = sieve_reference(decide, est, attention_aware=attention_aware,
                                     comm_aware=comm_aware)
     t_comm, t_gpu, t_pim = split_estimates(load, est, on_pim)
     return Partition("sieve", load.counts, on_pim, pim_order=est.pim_order, mapping="tp",

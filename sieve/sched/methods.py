@@ -6,6 +6,8 @@ options that make the variant. The Sieve ablations (issue 9) are variants of "si
 
 * ``sieve-noattn``: decides as if attention did not occupy PIM;
 * ``sieve-nocomm``: decides as if the layer had no inter-GPU communication;
+* ``sieve-nofixed``: decides with the GPU's expert work alone (the seed's ``T_comp`` counts
+  the layer's other GPU work too: projections, router, shared experts);
 * ``sieve-roofline``: PIM estimates from the roofline alone (the EMA table never updated) - an
   estimator setting, carried by ``pim_source``;
 * ``optimal``: the exhaustive optimum of the same objective (small layers only).
@@ -58,6 +60,8 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            doc="Sieve deciding as if PIM held no attention"),
     Method("sieve-nocomm", sieve, {"comm_aware": False},
            doc="Sieve deciding as if the layer had no communication"),
+    Method("sieve-nofixed", sieve, {"fixed_aware": False},
+           doc="Sieve deciding with the GPU's expert work only (not the layer's other work)"),
     Method("sieve-roofline", sieve, pim_source="roofline",
            doc="Sieve with roofline-only PIM estimates (no EMA table)"),
     Method("optimal", optimal, doc="exhaustive optimum of seed Eq. 1 (<= 16 active experts)"),
