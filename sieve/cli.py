@@ -367,7 +367,7 @@ _layers_type.__name__ = "layers"
 def _run_kw(args: argparse.Namespace) -> dict:
     return {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
             "seed": args.seed, "microbatches": args.microbatches,
-            "layers": args.layers}
+            "layers": args.layers, "trace": args.trace}
 
 
 def _progress(i: int, n: int, cfg) -> None:
@@ -467,6 +467,8 @@ def _add_run_flags(p) -> None:
                    help="1, or 2 for two-way micro-batch interleaving (default 1)")
     p.add_argument("--layers", type=_layers_type, default=4, help="layers simulated per step, "
                    "spread evenly and scaled (default 4), or 'all' (exact, slower)")
+    p.add_argument("--trace", default=None, help="route the steps with this routing trace "
+                   "(.npz, sieve.workload.trace) instead of the model's synthetic router")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -147,3 +147,48 @@ def test_layer_sampling_keeps_every_layer_type():
     assert {m.layer_types[i] for i in picks} == set(m.layer_types)
     assert _sampled_layers(m, None) == list(range(m.n_layers))
     assert np.all(np.diff(picks) > 0)
+
+
+def test_a_run_routed_by_an_imported_trace(tmp_path):
+    """A saved routing trace (here from the synthetic router) drives the steps: its requests,
+    phases and routes; layer sampling picks among the layers it covers."""
+    from sieve.workload.router import SyntheticRouter
+
+    tr = SyntheticRouter("qwen3-30b-a3b", seed=2).generate(6, 3)
+    path = tr.save(tmp_path / "t.npz")
+    cfg = RunConfig(method="sieve", trace=str(path), **{**BASE, "layers": 2, "steps": 2})
+    row = simulate_run(cfg).row
+    assert row["batch"] == 6.0 and "routing:" in row["workload"]
+    assert row["layers_simulated"] == 2
+    sub = tr.meta.layer_ids[:3]
+    from sieve.workload.trace import RoutingTrace, TraceMeta
+
+    m = tr.meta
+    part = RoutingTrace(tr.expert_ids[:, :3], tr.step_offsets, tr.request_ids, tr.phase,
+                        TraceMeta(**{**m.__dict__, "layer_ids": tuple(sub)}))
+    p2 = part.save(tmp_path / "part.npz")
+    row = simulate_run(RunConfig(method="noexp", trace=str(p2), **{**BASE, "layers": 2})).row
+    assert row["layers_simulated"] == 2
+    with pytest.raises(ConfigError, match="covers 3 of 48 MoE layers"):
+        simulate_run(RunConfig(method="noexp", trace=str(p2), **{**BASE, "layers": None}))
+    with pytest.raises(ConfigError, match="routes 128 experts"):
+        simulate_run(RunConfig(model="gpt-oss-20b", system="1xb200", trace=str(path),
+                               steps=1, warmup=0, layers=1))
+
+
+def test_paper_points_cover_figures_9_to_11():
+    from sieve.report.evaluation import paper_points
+    from sieve.sched.methods import METHODS_MAIN
+    from sieve.system import setups
+
+    pts = paper_points(METHODS_MAIN, steps=1, warmup=1, layers=4)
+    fig9 = [p for p in pts if not p.config.colocated]
+    assert len(fig9) == len(setups.FIG9) * len(METHODS_MAIN) * len(setups.FIG9_BATCHES)
+    assert {(p.config.model, p.config.system) for p in fig9} == {
+        (s.model, s.system) for s in setups.FIG9.values()}
+    chans = [p for p in pts if p.channels]
+    assert {p.config.method for p in chans} == {"sieve", "pimoe"}
+    assert all(p.config.batch == setups.FIG10_BATCH for p in chans)
+    colo = [p for p in pts if p.config.colocated]
+    assert {p.config.model for p in colo} == {setups.FIG11.model}
+    assert sorted({p.config.batch for p in colo}) == list(setups.FIG11_BATCHES)

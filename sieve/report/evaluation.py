@@ -61,12 +61,16 @@ def evaluate(points: Sequence[Point], progress: Callable[[int, int, RunConfig], 
     seen: set = set()
     for p in points:
         c = p.config
-        key = (c.model, c.system, c.system_overrides, c.workload)
+        key = (c.model, c.system, c.system_overrides, c.workload, c.trace)
         if key not in seen:
             seen.add(key)
             get_model(c.model)
             c.resolve_system()
             get_profile(c.workload)
+            if c.trace is not None:
+                from sieve.workload.trace import load_trace
+
+                load_trace(c.trace, mmap=True)
     ev = Evaluation()
     for i, p in enumerate(points):
         if progress is not None:

@@ -66,6 +66,11 @@ class RunConfig:
         n_prefill: prefill requests of a colocated batch (None: the seed's rule, drawn).
         steps, warmup: measured steps, and steps run before them.
         seed: every random choice of the run derives from it.
+        trace: a routing trace file (``.npz``, :mod:`sieve.workload.trace`) to route the steps
+            with instead of the synthetic router: step ``s`` is the trace's step ``s mod
+            n_steps``, its requests and phases are the trace's (``batch`` is then only a label;
+            the row reports the mean requests per step), decode contexts are drawn from
+            ``workload``. Its experts and top-k must be the model's.
         Other fields: :class:`sieve.system.step.StepOptions`.
     """
 
@@ -88,6 +93,7 @@ class RunConfig:
     kv_dtype: str = "bf16"
     layers: int | None = None
     system_overrides: tuple[tuple[str, Any], ...] = ()
+    trace: str | None = None
 
     def __post_init__(self):
         for n, lo in (("batch", 1), ("steps", 1), ("warmup", 0), ("seed", 0)):
@@ -157,6 +163,38 @@ def _batch_of(cfg: RunConfig, step: int):
     return decode_batch(cfg.workload, cfg.batch, seed)
 
 
+def _trace_step(cfg: RunConfig, trace, model, s: int):
+    """(StepBatch, decode requests, prefill requests, tokens) of step ``s`` of an imported
+    trace: rows grouped by request in order of first appearance, contexts from the profile."""
+    from sieve.workload.trace import DECODE, PREFILL
+
+    step = s % trace.n_steps
+    sl = trace.step_slice(step)
+    ids = np.asarray(trace.expert_ids[sl], dtype=np.int64)
+    req = np.asarray(trace.request_ids[sl])
+    ph = np.asarray(trace.phase[sl])
+    if ids.shape[0] == 0:
+        raise ConfigError(f"run: trace step {step} has no token")
+    # unknown requests (-1) count one token each
+    key = np.where(req >= 0, req, -1 - np.arange(req.size))
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    r_of_tok = rank[inv]
+    rows = np.argsort(r_of_tok, kind="stable")
+    tokens = np.bincount(r_of_tok, minlength=uniq.size)
+    is_pre = np.bincount(r_of_tok, weights=(ph == PREFILL), minlength=uniq.size) > 0
+    phase = np.where(is_pre, PREFILL, DECODE)
+    seed = int(np.random.SeedSequence([cfg.seed, s]).generate_state(1)[0])
+    ctx = np.zeros(uniq.size, dtype=np.int64)
+    n_dec = int((~is_pre).sum())
+    if n_dec:
+        ctx[~is_pre] = decode_batch(cfg.workload, n_dec, seed).context_tokens
+    sb = StepBatch(phase, ctx, tokens, ids[rows], trace.meta.layer_ids)
+    return sb, n_dec, int(is_pre.sum()), float(tokens.sum())
+
+
 def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
     """Simulate ``cfg.warmup + cfg.steps`` steps and summarise the measured ones."""
     if not isinstance(cfg, RunConfig):
@@ -169,22 +207,40 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
                           f"evenly over {system.n_gpus} GPUs (use parallel='tp' or another "
                           "system)")
     state = SystemState(model, system, opts)
-    router = _router(model, cfg.seed)
+    imported = None
+    if cfg.trace is not None:
+        from sieve.workload.trace import load_trace
+
+        imported = load_trace(cfg.trace)
+        if imported.n_experts != model.n_experts or imported.top_k != model.top_k:
+            raise ConfigError(f"run: trace {cfg.trace!r} routes {imported.n_experts} experts "
+                              f"top-{imported.top_k}; model {model.name} has "
+                              f"{model.n_experts} top-{model.top_k}")
+    else:
+        router = _router(model, cfg.seed)
     measured: list[StepResult] = []
-    contexts, prefills, processed = [], [], []
+    contexts, prefills, processed, requests = [], [], [], []
     for s in range(cfg.warmup + cfg.steps):
-        batch = _batch_of(cfg, s)
-        trace = step_trace(batch, router, step=s)
-        sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens, trace.expert_ids,
-                       trace.meta.layer_ids)
+        if imported is not None:
+            sb, n_dec, n_pre, n_tok = _trace_step(cfg, imported, model, s)
+        else:
+            batch = _batch_of(cfg, s)
+            trace = step_trace(batch, router, step=s)
+            sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens,
+                           trace.expert_ids, trace.meta.layer_ids)
+            n_dec, n_pre, n_tok = batch.n_decode, batch.n_prefill, float(batch.n_tokens)
         res = simulate_step(state, sb)
         if s >= cfg.warmup:
             measured.append(res)
-            contexts.append(float(batch.context_tokens[batch.decode_mask].mean())
-                            if batch.n_decode else 0.0)
-            prefills.append(batch.n_prefill)
-            processed.append(float(batch.n_tokens))
+            dec = sb.phase == 1
+            contexts.append(float(sb.context[dec].mean()) if n_dec else 0.0)
+            prefills.append(n_pre)
+            processed.append(n_tok)
+            requests.append(sb.n_requests)
     row = _summary(cfg, model, system, measured, contexts, prefills, processed)
+    if imported is not None:
+        row["batch"] = float(np.mean(requests))
+        row["workload"] = f"{cfg.workload} (routing: {cfg.trace})"
     return RunResult(cfg, row, system, measured if keep_steps else [])
 
 

@@ -28,9 +28,10 @@ layer's other GPU work; its estimator's PIM table has seen exactly the PIM exper
 ended by then (a scheduler never sees the future).
 
 Layer sampling (``StepOptions.layers = K``): only ``K`` layers spread evenly over the model
-(every layer type represented) are simulated, back to back, and the time up to the last of them
-is scaled by ``n_layers / K``; the LM head is added unscaled. ``layers=None`` simulates every
-layer (exact). Results record which.
+(every layer type represented; among the layers the routing covers, for an imported trace of
+some layers only) are simulated, back to back, and the time up to the last of them is scaled by
+``n_layers / K``; the LM head is added unscaled. ``layers=None`` simulates every layer (exact).
+Results record which.
 
 Tensor parallelism (``parallel="tp"``): every GPU runs all tokens with ``1/n`` of the heads and of
 every expert (:func:`sieve.system.ops.tp_shard`) and all-reduces after attention and after the
@@ -288,14 +289,19 @@ class StepResult:
     prefill_tokens: int = 0
 
 
-def _sampled_layers(model, k: int | None) -> list[int]:
-    n = model.n_layers
-    if k is None or k >= n:
-        return list(range(n))
-    picks = sorted({int(round(x)) for x in np.linspace(0, n - 1, k)})
+def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
+                    ) -> list[int]:
+    """The layers a step simulates: all (``k`` None), or ``k`` spread evenly with every layer
+    type represented; only among ``allowed`` (the layers a routing trace covers) if given."""
+    cand = list(range(model.n_layers)) if allowed is None else sorted(set(allowed))
+    if not cand:
+        raise ConfigError(f"step: no layer of {model.name!r} can be simulated")
+    if k is None or k >= len(cand):
+        return cand
+    picks = sorted({cand[int(round(x))] for x in np.linspace(0, len(cand) - 1, k)})
     types = {model.layer_types[i] for i in picks}
-    for t in sorted(set(model.layer_types) - types):  # every layer type represented
-        picks.append(next(i for i in range(n) if model.layer_types[i] == t))
+    for t in sorted({model.layer_types[i] for i in cand} - types):  # every type represented
+        picks.append(next(i for i in cand if model.layer_types[i] == t))
     return sorted(set(picks))
 
 
@@ -597,12 +603,16 @@ class _Builder:
     def run(self) -> StepResult:
         b, st = self.b, self.st
         self._moe = set(self.full.moe_layer_ids)
-        layers = _sampled_layers(self.full, self.o.layers)
         trace_index = {lid: i for i, lid in enumerate(b.layer_ids)}
-        missing = [lid for lid in layers if lid in self._moe and lid not in trace_index]
-        if missing:
+        covered = [i for i in range(self.full.n_layers)
+                   if i not in self._moe or i in trace_index]
+        if self.o.layers is None and len(covered) < self.full.n_layers:
+            missing = sorted(self._moe - set(trace_index))
             raise ConfigError(f"step: the routing has no layer {missing[0]} of "
-                              f"{self.full.name!r} (trace layers: {b.layer_ids[:4]}...)")
+                              f"{self.full.name!r} (it covers {len(trace_index)} of "
+                              f"{len(self._moe)} MoE layers: simulate a sample of them with "
+                              "layers=K)")
+        layers = _sampled_layers(self.full, self.o.layers, covered)
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
