@@ -169,3 +169,20 @@ def test_wrong_operations_and_systems_are_refused(models):
         EpExchange("dispatch", [[1, 2]], 64)
     with pytest.raises(ConfigError, match="hidden must be an integer >= 1"):
         ExpertShape(0, 4)
+
+
+def test_a_systems_gpu_calibration_reaches_the_pim_host_steps():
+    """The GPU step between two PIM GEMVs is priced with the system's own calibration: a
+    slower GPU launch (t0) makes every PIM expert program longer by that much per step."""
+    base = EngineCostModel("1xb200")
+    slow = EngineCostModel(hw.get_system("1xb200", {"gpu_calibration.t0_gemm_bf16_s": 10e-6}))
+    op = PimExperts([2, 1], SHAPE, order="expert")  # one GPU step per expert
+    t0 = base.system.gpu_calibration.t0_gemm_bf16_s
+    assert slow.pim_ns(op) - base.pim_ns(op) == pytest.approx(2 * (10e-6 - t0) * 1e9, rel=0.02)
+
+
+def test_pim_cost_table_takes_a_resolved_gpu():
+    from sieve.pim.costs import PimCostTable
+
+    t = PimCostTable("b200-hbm3e-pim", order="expert", gpu=hw.get_gpu("b200"))
+    assert t.expert_ns(FfnShape(512, 256), 1) > 0

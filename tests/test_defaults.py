@@ -17,15 +17,6 @@ ROOT = Path(__file__).resolve().parents[1] / "sieve"
 #: removes it; the scan fails on any literal beyond these counts and on an entry that no longer
 #: matches, so the list can only shrink.
 ALLOWED: dict[tuple[str, str], int] = {
-    # sieve/pim/ is being rewritten by the engine work (ffn.py, costs.py, attention.py); its
-    # functions still default to gpu="b200" / spec="b200-hbm3e-pim" and resolve the name on
-    # every call. TEMPORARY: the lead removes these entries when pim/ takes the resolved
-    # GpuSpec / SystemConfig.
-    ("sieve/pim/attention.py", "b200"): 2,  # gdn_decode_gpu_ns, run_attention
-    ("sieve/pim/costs.py", "b200"): 1,  # PimCostTable(gpu=)
-    ("sieve/pim/costs.py", "b200-hbm3e-pim"): 1,  # PimCostTable(spec=)
-    ("sieve/pim/ffn.py", "b200"): 2,  # run_moe_tp, run_moe_ep
-    ("sieve/pim/host.py", "b200"): 1,  # gpu_step(gpu=)
     # `sieve dram` defaults to plain HBM3 (Ramulator 2.1's HBM3_6400Mbps, for side-by-side
     # runs), not to DEFAULT_SPEC. A DEFAULT_DRAM_SPEC constant belongs in sieve/dram/presets.py
     # (owned by the engine work); until it exists the CLI names it. TEMPORARY.

@@ -71,7 +71,7 @@ def test_allexp_step_runs_attention_and_experts_on_the_device():
     assert len(attn) == 1
     dev = PimDevice(system.memory)
     ref = run_attention(system.memory, TINY, 0, np.array([101, 201, 301]),
-                        gpu=system.gpu.name, kv_bytes=2, device=dev,
+                        gpu=system.gpu, calib=system.gpu_calibration, kv_bytes=2, device=dev,
                         start_ns=attn[0]["start_ns"])
     assert attn[0]["end_ns"] == pytest.approx(ref.pim.end_ns + ref.tail_ns, abs=1e-9)
     assert ref.pim.start_ns - attn[0]["start_ns"] < system.memory.tick_ns  # next tick

@@ -41,6 +41,8 @@ from sieve.dram.device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError
+from sieve.hw.calibrations import GpuCalibration
+from sieve.hw.presets import GpuSpec
 from sieve.pim.host import gpu_step
 from sieve.pim.layout import GemvLayout, estimate_kernel_ns, gemv_layout
 
@@ -136,14 +138,16 @@ def default_pcs_per_slice(spec: DramSpec | str, n_slices: int) -> int:
     return g
 
 
-def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
-                      state_dtype: str = "bf16") -> float:
+def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str | GpuSpec | None = None,
+                      state_dtype: str = "bf16", calib: GpuCalibration | None = None
+                      ) -> float:
     """Gated-DeltaNet decode of ``batch`` sequences on the GPU (ns): read and write every
     sequence's recurrent + conv state once (``2 x`` :meth:`MoeModel.recurrent_state_bytes`),
     ``8 n_v d_k d_v`` FLOP per sequence (two state GEMVs and the rank-1 update), one kernel
-    (:func:`sieve.hw.gpu.kernel_time_ns`)."""
+    (:func:`sieve.hw.gpu.kernel_time_ns`); ``gpu`` None is the default GPU, ``calib`` None
+    its stored calibration."""
     from sieve.hw.gpu import get_calibration, kernel_time_ns
-    from sieve.hw.presets import get_gpu
+    from sieve.hw.presets import DEFAULT_GPU, get_gpu
     from sieve.model.moe import get_model
 
     m = get_model(model) if isinstance(model, str) else model
@@ -152,8 +156,8 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
                           f"{m.layer_types[layer]!r}, not 'gdn'")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ConfigError(f"GDN decode: batch must be an integer >= 1, got {batch!r}")
-    g = get_gpu(gpu)
-    cal = get_calibration(g)
+    g = get_gpu(DEFAULT_GPU if gpu is None else gpu)
+    cal = get_calibration(g if calib is None else calib)
     la = m.linear_attention
     nbytes = 2 * batch * m.recurrent_state_bytes(layer, state_dtype)
     flops = 8.0 * batch * la.n_v_heads * la.qk_head_dim * la.v_head_dim
@@ -162,7 +166,8 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str = "b200",
 
 
 def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,
-                  pcs_per_slice: int | None = None, gpu: str = "b200",
+                  pcs_per_slice: int | None = None, gpu: str | GpuSpec | None = None,
+                  calib: GpuCalibration | None = None,
                   gpu_fixed_ns: float | None = None, kv_bytes: int | None = None,
                   start_ns: float | None = None, device: PimDevice | None = None,
                   log: bool = False) -> AttentionPimResult:
@@ -187,11 +192,11 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
     t = m._layer_type(layer)
     lens = _lens(f"PIM attention ({m.name})", context_lens)
     if t == "gdn":
-        ns = gdn_decode_gpu_ns(m, layer, int(lens.size), gpu=gpu)
+        ns = gdn_decode_gpu_ns(m, layer, int(lens.size), gpu=gpu, calib=calib)
         return AttentionPimResult(t, False, 0.0, 0.0, 0.0, 0.0, ns, 0, 0,
                                   int(lens.size) * m.recurrent_state_bytes(layer), 0.0, None)
     wb = spec.pim.dtype_bytes if kv_bytes is None else kv_bytes
-    step = gpu_step(gpu, gpu_fixed_ns)
+    step = gpu_step(gpu, gpu_fixed_ns, calib=calib)
     slices = attention_slices(m, layer, lens)
     n_pcs = spec.org.total_pseudochannels
     g = default_pcs_per_slice(spec, len(slices)) if pcs_per_slice is None else pcs_per_slice

@@ -133,7 +133,7 @@ class EngineCostModel:
             self.hits += 1
             return self._memo[key]
         self.misses += 1
-        kw = {"gpu": s.gpu, "gpu_fixed_ns": self.gpu_fixed_ns}
+        kw = {"gpu": s.gpu, "calib": s.gpu_calibration, "gpu_fixed_ns": self.gpu_fixed_ns}
         if isinstance(op, PimExperts):
             if not op.tokens.any():
                 t = 0.0

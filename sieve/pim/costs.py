@@ -26,6 +26,7 @@ from __future__ import annotations
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices
+from sieve.hw.presets import DEFAULT_GPU, GpuSpec, get_gpu
 from sieve.pim.ffn import ORDERS, FfnShape, run_expert_ffn
 from sieve.pim.layout import spec_key
 
@@ -43,8 +44,9 @@ class PimCostTable:
             spaced in ``tREFI`` (the expected time over refresh phases).
     """
 
-    def __init__(self, spec: DramSpec | str = "b200-hbm3e-pim", *, order: str = "token",
-                 gpu: str = "b200", gpu_fixed_ns: float | None = None, phases: int = 1):
+    def __init__(self, spec: DramSpec | str, *, order: str = "token",
+                 gpu: str | GpuSpec | None = None, gpu_fixed_ns: float | None = None,
+                 phases: int = 1):
         if order not in ORDERS:
             raise ConfigError(f"PIM cost table: order {order!r} unknown (known: "
                               f"{choices(ORDERS)})")
@@ -54,7 +56,7 @@ class PimCostTable:
         self.phases = phases
         self.spec = get_spec(spec)
         self.order = order
-        self.gpu = gpu
+        self.gpu = get_gpu(DEFAULT_GPU if gpu is None else gpu)
         self.gpu_fixed_ns = gpu_fixed_ns
         self._key = spec_key(self.spec)
         self._table: dict[tuple, float] = {}
@@ -64,7 +66,8 @@ class PimCostTable:
     def key(self, shape: FfnShape, n_tokens: int) -> tuple:
         """The table key: spec values, shape, tokens, order and GPU step."""
         return (self._key, shape.hidden, shape.intermediate, shape.gated, int(n_tokens),
-                self.order, self.gpu, self.gpu_fixed_ns, self.phases)
+                self.order, self.gpu.name, self.gpu.hbm_bw_gbs, self.gpu_fixed_ns,
+                self.phases)
 
     def phase_starts_ns(self) -> list[float]:
         """The start times of the entry's simulations on a fresh device (ns)."""

@@ -40,6 +40,8 @@ from sieve.dram.device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices
+from sieve.hw.calibrations import GpuCalibration
+from sieve.hw.presets import GpuSpec
 from sieve.pim.host import GpuStep, gpu_step
 from sieve.pim.layout import GemvLayout, gemv_layout
 
@@ -272,7 +274,8 @@ def _expert_times(res: PimResult, pcs: range, owner: list[int], n: int):
 
 
 def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
-               order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
+               order: str = "token", gpu: str | GpuSpec | None = None,
+               gpu_fixed_ns: float | None = None, calib: GpuCalibration | None = None,
                start_ns: float | None = None, device: PimDevice | None = None,
                log: bool = False) -> MoePimResult:
     """The experts of one layer under tensor parallelism over every PC (Sieve's mapping).
@@ -283,8 +286,10 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
         token_counts: tokens per expert (experts with 0 tokens do not run); expert ``e`` is
             stored at slot ``e`` (its rows), identical in every PC and bank.
         order: "token", "expert" or "layer" (module docstring).
-        gpu: the GPU doing the activation and reductions (:mod:`sieve.pim.host`).
+        gpu: the GPU doing the activation and reductions (:mod:`sieve.pim.host`; None: the
+            default GPU, :data:`sieve.hw.presets.DEFAULT_GPU`).
         gpu_fixed_ns: override the GPU step's fixed cost (default: sieve.hw.gpu's t0_gemm).
+        calib: the GPU's calibration (None: its stored one; a SystemConfig's is passed).
         start_ns: when the program may start, in device time. On a fresh device (no
             ``device``) this is the refresh phase: the first REFab of every PC is due at
             ``nREFI`` after time 0 (default 0). On ``device``, default its ``now_ns``.
@@ -297,7 +302,7 @@ def run_moe_tp(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
     """
     spec = get_spec(spec)
     counts = _check("PIM MoE (TP)", token_counts, order)
-    step = gpu_step(gpu, gpu_fixed_ns)
+    step = gpu_step(gpu, gpu_fixed_ns, calib=calib)
     gu, d = ffn_layouts(spec, shape, None, step)
     ids = np.flatnonzero(counts)
     work = [(int(e), int(counts[e])) for e in ids]
@@ -325,7 +330,8 @@ def default_pcs_per_expert(spec: DramSpec | str, n_experts: int) -> int:
 
 def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int], *,
                pcs_per_expert: int | None = None, placement: Sequence[int] | None = None,
-               order: str = "token", gpu: str = "b200", gpu_fixed_ns: float | None = None,
+               order: str = "token", gpu: str | GpuSpec | None = None,
+               gpu_fixed_ns: float | None = None, calib: GpuCalibration | None = None,
                start_ns: float | None = None, device: PimDevice | None = None,
                log: bool = False) -> MoePimResult:
     """The experts of one layer under expert parallelism across PC groups (PIMoE's mapping).
@@ -355,7 +361,7 @@ def run_moe_ep(spec: DramSpec | str, shape: FfnShape, token_counts: Sequence[int
                 place < 0).any() or (place >= n_groups).any():
             raise ConfigError(f"{who}: placement must give a group in [0, {n_groups}) for each "
                               f"of the {counts.size} experts")
-    step = gpu_step(gpu, gpu_fixed_ns)
+    step = gpu_step(gpu, gpu_fixed_ns, calib=calib)
     gu, d = ffn_layouts(spec, shape, int(g), step)
     per_pc: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
     owners: dict[int, tuple[list[int], list[int]]] = {}

@@ -21,16 +21,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sieve.errors import ConfigError
-from sieve.hw.presets import GpuSpec, get_gpu
+from sieve.hw.calibrations import GpuCalibration, get_calibration
+from sieve.hw.presets import DEFAULT_GPU, GpuSpec, get_gpu
 
 __all__ = ["GpuStep", "gpu_step"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GpuStep:
-    """Cost of one GPU step between PIM GEMVs: ``fixed_ns + ns_per_byte * bytes``."""
+    """Cost of one GPU step between PIM GEMVs: ``fixed_ns + ns_per_byte * bytes``.
 
-    gpu: str
+    Holds the resolved GPU and calibration it was made from, so a system's overridden GPU or
+    calibration reaches the PIM host steps."""
+
+    gpu: GpuSpec
+    calib: GpuCalibration
     fixed_ns: float
     ns_per_byte: float
     source: str
@@ -40,19 +45,24 @@ class GpuStep:
         into a step that is paid anyway)."""
         if n_bytes < 0:
             raise ConfigError(f"GPU step: bytes must be >= 0, got {n_bytes}")
-        from sieve.hw.gpu import get_calibration, kernel_time_ns
+        from sieve.hw.gpu import kernel_time_ns
 
         t0 = self.fixed_ns if fixed else 0.0
-        return kernel_time_ns(n_bytes, 0.0, gpu=get_gpu(self.gpu),
-                              calib=get_calibration(self.gpu), t0_ns=t0)
+        return kernel_time_ns(n_bytes, 0.0, gpu=self.gpu, calib=self.calib, t0_ns=t0)
+
+    def key(self) -> tuple:
+        """What the step's cost depends on (for memo keys)."""
+        return (self.gpu.name, self.gpu.hbm_bw_gbs, self.calib.name, self.calib.eta_bw,
+                self.calib.overlap_p, self.fixed_ns)
 
 
-def gpu_step(gpu: str | GpuSpec = "b200", fixed_ns: float | None = None) -> GpuStep:
-    """The GPU step of ``gpu`` (default fixed cost: its calibration's bf16 ``t0_gemm``)."""
-    from sieve.hw.gpu import get_calibration
-
-    g = get_gpu(gpu)
-    cal = get_calibration(g)
+def gpu_step(gpu: str | GpuSpec | None = None, fixed_ns: float | None = None, *,
+             calib: GpuCalibration | None = None) -> GpuStep:
+    """The GPU step of ``gpu`` (None: :data:`sieve.hw.presets.DEFAULT_GPU`) with ``calib``
+    (None: the GPU's own calibration); default fixed cost: the calibration's bf16
+    ``t0_gemm``."""
+    g = get_gpu(DEFAULT_GPU if gpu is None else gpu)
+    cal = get_calibration(g) if calib is None else get_calibration(calib)
     if fixed_ns is None:
         fixed = cal.t0_gemm_bf16_s * 1e9
         src = f"sieve.hw.gpu calibration {cal.name!r}: t0_gemm_bf16 (fixed cost per GPU kernel)"
@@ -61,4 +71,4 @@ def gpu_step(gpu: str | GpuSpec = "b200", fixed_ns: float | None = None) -> GpuS
             raise ConfigError(f"GPU step: fixed_ns must be >= 0, got {fixed_ns!r}")
         fixed, src = float(fixed_ns), "explicit fixed_ns (user)"
     per_byte = 1e9 / (cal.eta_bw * g.hbm_bw_bytes_per_s)
-    return GpuStep(gpu=g.name, fixed_ns=fixed, ns_per_byte=per_byte, source=src)
+    return GpuStep(gpu=g, calib=cal, fixed_ns=fixed, ns_per_byte=per_byte, source=src)

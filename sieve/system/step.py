@@ -497,8 +497,9 @@ class _Builder:
         kv = 1 if self.o.kv_dtype == "fp8" else 2
 
         def run(start):
-            r = run_attention(self.sys.memory, model, layer, ctx, gpu=self.sys.gpu.name,
-                              kv_bytes=kv, device=st.devices[g], start_ns=start)
+            r = run_attention(self.sys.memory, model, layer, ctx, gpu=self.sys.gpu,
+                              calib=self.sys.gpu_calibration, kv_bytes=kv,
+                              device=st.devices[g], start_ns=start)
             # the device starts on its next tick: count from the task's start
             dur = r.total_ns + ((r.pim.start_ns - start) if r.pim is not None else 0.0)
             st._push(g, start + dur, "attention", (lt, dur))
@@ -569,7 +570,8 @@ class _Builder:
         st = self.st
 
         def run(start):
-            kw = {"order": part.pim_order, "gpu": self.sys.gpu.name, "device": st.devices[g],
+            kw = {"order": part.pim_order, "gpu": self.sys.gpu,
+                  "calib": self.sys.gpu_calibration, "device": st.devices[g],
                   "start_ns": start}
             if part.mapping == "tp":
                 r = run_moe_tp(self.sys.memory, self.ffn_shape, part.pim_counts, **kw)
