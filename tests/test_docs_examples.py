@@ -79,3 +79,15 @@ def test_chained_python_blocks_run(page, tmp_path, monkeypatch):
     ns: dict = {"__name__": "docs_example"}
     for code in blocks:
         exec(compile(code, page, "exec"), ns)
+
+
+def test_user_guide_package_layout_example_runs(tmp_path, monkeypatch, capsys):
+    """The user guide's layout example (one SystemConfig, two CostModels) runs as written."""
+    text = (DOC.parent / "user-guide.md").read_text(encoding="utf-8")
+    section = text.split("## Package layout", 1)[1].split("\n## ", 1)[0]
+    blocks = [m.group(2) for m in FENCE.finditer(section) if m.group(1) == "python"]
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "user-guide.md#package-layout", "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in out] == ["RooflineCostModel", "EngineCostModel"]
