@@ -91,3 +91,15 @@ def test_user_guide_package_layout_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(blocks[0], "user-guide.md#package-layout", "exec"), {"__name__": "docs_example"})
     out = capsys.readouterr().out.splitlines()
     assert [ln.split()[0] for ln in out] == ["RooflineCostModel", "EngineCostModel"]
+
+
+def test_model_of_computation_cost_example_prints_its_comment(tmp_path, monkeypatch, capsys):
+    text = (DOC.parent / "model-of-computation.md").read_text(encoding="utf-8")
+    section = text.split("## The system and the cost interface", 1)[1].split("\n## ", 1)[0]
+    blocks = [m.group(2) for m in FENCE.finditer(section) if m.group(1) == "python"]
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "model-of-computation.md#cost", "exec"), {"__name__": "docs_example"})
+    printed = capsys.readouterr().out.strip()
+    comment = next(ln for ln in blocks[0].splitlines() if ln.startswith("# ") and " ns " in ln)
+    assert comment[2:].startswith(printed)
