@@ -91,6 +91,10 @@ cdef inline tick_t _max(tick_t a, tick_t b) noexcept nogil:
     return a if a > b else b
 
 
+cdef inline tick_t _min(tick_t a, tick_t b) noexcept nogil:
+    return a if a < b else b
+
+
 cdef class Engine:
     """DRAM/PIM device state and the single-command API; the front ends are the module
     functions run_requests (_dram_requests.pxi) and run_pim (_dram_pim.pxi). Use through
@@ -358,6 +362,32 @@ cdef class Engine:
         for k in self.STATE_FIELDS:
             cur[k][...] = new[k]
         self.seq = seq
+
+    def select_channels(self, idx):
+        """Channel c takes the whole state channel ``idx[c]`` had (all at once, so ``idx``
+        may repeat channels and permute them): gathers and scatters of the symmetric runs."""
+        cdef int l
+        nch = self.cnt[0]
+        ix = np.asarray(idx)
+        if ix.shape != (nch,) or ix.dtype.kind not in "iu" or np.any((ix < 0) | (ix >= nch)):
+            raise ValueError(f"select_channels: expected {nch} channel indices in [0, {nch})")
+        ix = ix.astype(np.intp)
+        a = self._arrays()
+        for l in range(N_LEVELS):
+            per = self.n_nodes[l] // nch * self.n_cmd
+            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch].reshape(nch, per)
+            seg[:] = seg[ix]
+            per = self.n_nodes[l] // nch * self.n_slots[l] * self.max_window
+            if per:
+                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch].reshape(nch, per)
+                seg[:] = seg[ix]
+        for k in ("open_row", "ab_row", "n_open"):
+            seg = a[k].reshape(self.n_buffers, nch, -1)
+            seg[:] = seg[:, ix]
+        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
+            seg = a[k].reshape(nch, -1)
+            seg[:] = seg[ix]
+        a["ch_last"][:] = a["ch_last"][ix]
 
     def broadcast_channel(self, int src=0):
         """Copy channel ``src``'s whole state to every other channel (symmetric runs)."""

@@ -26,6 +26,7 @@ cdef enum:
     PH_RES = 2
     PH_DONE = 3
     PH_WAIT = 4      # at a barrier, waiting for the other PCs of its barrier set
+    PH_CLOSE = 5     # stream done; closes its PIM row (idle policy "closed") before PH_DONE
 
 cdef enum:
     CAND_WORK = 0    # a command of the PC's kernel stream
@@ -36,6 +37,13 @@ cdef enum:
 # with 7, two refreshes are never more than 8 intervals + one refresh sequence apart, inside
 # the checker's 9 x tREFI postponement limit).
 cdef tick_t PULL_IN = 7
+#: PULL_IN for Python (sieve.dram.device bounds the earliest tick a run can issue at).
+PULL_IN_INTERVALS = PULL_IN
+
+# Idle policies of run_pim (sieve.dram.device.IDLE_POLICIES)
+cdef enum:
+    IDLE_OPEN = 0    # rows stay open; refreshes due while a channel has no work are deferred
+    IDLE_CLOSED = 1  # a PC closes its PIM row when its stream ends; idle PCs refresh on schedule
 
 
 @cython.final
@@ -56,6 +64,7 @@ cdef class _PimRun:
     cdef int64_t[::1] busy
     cdef int64_t[::1] finish
     cdef int64_t[::1] nref
+    cdef int64_t[:, ::1] chc            # commands issued per (simulated channel, command id)
     cdef int32_t[::1] mem_ptr           # CSR: member PCs of each barrier set
     cdef int32_t[::1] mem
     cdef int32_t[::1] need_ptr          # CSR: participants of each instance of each set
@@ -68,6 +77,7 @@ cdef class _PimRun:
     cdef int n_pc_ch
     cdef tick_t pull
     cdef tick_t stall_limit
+    cdef bint closed                    # idle policy IDLE_CLOSED
     # raw views for the hot loop
     cdef int64_t* S                     # st (P_NFIELDS per PC)
     cdef const int64_t* K               # kernel table (K_NFIELDS per kernel)
@@ -79,6 +89,7 @@ cdef class _PimRun:
     cdef int64_t* CHL                   # engine: per-channel last command tick
     cdef int64_t* DUE                   # engine: per-PC refresh due tick
     cdef const int32_t* AB              # engine: per-PC all-bank row of the PIM row buffer
+    cdef const int32_t* NOPEN           # engine: per-PC open banks of the PIM row buffer
     cdef int64_t n_pcs
     cdef int64_t n_kern
     cdef int64_t n_slots
@@ -96,6 +107,7 @@ cdef class _PimRun:
         self.CHL = &e.ch_last[0]
         self.DUE = &e.ref_due[0]
         self.AB = &e.ab_row[e.pim_ab_off]
+        self.NOPEN = &e.n_open[e.pim_ab_off]
         self.n_pcs = self.st.shape[0]
         self.n_kern = self.kern.shape[0]
         self.n_slots = self.pk.shape[0]
@@ -118,6 +130,11 @@ cdef class _PimRun:
         self.LSEQ[q] = self.eng.seq
         if now > self.CHL[c]:
             self.CHL[c] = now
+
+    cdef inline void _count(self, int c, int cmd) noexcept nogil:
+        SIEVE_CHECK_INDEX(c, self.chc.shape[0])
+        SIEVE_CHECK_INDEX(cmd, self.chc.shape[1])
+        self.chc[c, cmd] += 1
 
     cdef void _release(self, int64_t s) noexcept nogil:
         """Every PC of barrier set s has arrived: start their next kernels ``gap`` after the
@@ -171,7 +188,7 @@ cdef class _PimRun:
         s[P_K] = 0
         s[P_CNT] = 0
         if slot >= s[P_END]:
-            s[P_PH] = PH_DONE
+            s[P_PH] = PH_CLOSE if self.closed else PH_DONE
         elif self.pb[slot] >= 0:
             self._arrive(q, end)
         else:
@@ -190,6 +207,12 @@ cdef class _PimRun:
         while True:
             ph = s[P_PH]
             if ph == PH_DONE or ph == PH_WAIT:
+                return -1
+            if ph == PH_CLOSE:
+                # idle policy "closed": the stream is done; close the PIM row if one is open
+                if self.NOPEN[q] > 0:
+                    return C_PREAB
+                s[P_PH] = PH_DONE
                 return -1
             kr = self._k(s[P_SLOT])
             if ph == PH_GW:
@@ -242,6 +265,7 @@ cdef class _PimRun:
         cdef const int64_t* LSEQ = self.LSEQ
         cdef tick_t pull = self.pull
         cdef tick_t e, best_e = T_INF, floor = self.CHL[c]
+        cdef bint closed = self.closed
         cdef bint work = False
         self.released = False
         for pl in range(n_pc_ch):
@@ -256,6 +280,8 @@ cdef class _PimRun:
                 work = True
                 e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
                          DUE[q] - pull)
+                if closed:  # R4: not pulled in before the PC's kernel may start
+                    e = _max(e, _min(DUE[q], s[P_READY]))
             else:
                 cmd = self._next(q, s)
                 if cmd >= 0:
@@ -272,6 +298,8 @@ cdef class _PimRun:
                         kind = CAND_REF
                         e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
                                  DUE[q] - pull)
+                        if closed:  # R4: not pulled in before the PC's kernel may start
+                            e = _max(e, _min(DUE[q], s[P_READY]))
                 else:
                     # R2: nothing to do (finished, or at a barrier): refresh on schedule
                     cmd = self.eng._ref_cmd(q, &b)
@@ -305,6 +333,7 @@ cdef class _PimRun:
         nodes[0] = c  # PC-scope commands: the levels below are not used
         nodes[1] = <int>q
         nodes[2] = nodes[3] = nodes[4] = 0
+        self._count(c, cmd)
         if kind != CAND_WORK:
             if kind == CAND_REF and now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
                 return E_STALL  # refreshes only, for a PC whose work is ready: livelock
@@ -314,6 +343,10 @@ cdef class _PimRun:
                 self.eng._ref_done(q)
                 s[P_REF] = 0
                 self.nref[q] += 1
+            return rc
+        if s[P_PH] == PH_CLOSE:  # the PREAB that closes a finished stream's row
+            rc = self.eng._issue(cmd, nodes, -1, -1, now)
+            self._ordered(q, c, now)
             return rc
         slot = s[P_SLOT]
         kr = self._k(slot)
@@ -341,6 +374,50 @@ cdef class _PimRun:
                 self.KE[slot] = now + self.eng.read_lat
         return rc
 
+
+    cdef int _settle(self, int c, tick_t end) noexcept nogil:
+        """Idle policy "closed", once the run's end tick `end` is known: every PC of channel
+        c whose refresh is due at or before `end` is refreshed on schedule (never before its
+        due tick; R2 continued through the time its channel has no work left), the channel
+        issuing in time order (earliest first, ties to the PC served least recently)."""
+        cdef int nodes[5]
+        cdef int pl, cmd, best_cmd = 0, best_pl = 0, rc
+        cdef int64_t q, b, q0 = <int64_t>c * self.n_pc_ch
+        cdef tick_t e, best_e
+        cdef int64_t it = 0
+        nodes[0] = c
+        nodes[2] = nodes[3] = nodes[4] = 0
+        while True:
+            best_e = T_INF
+            for pl in range(self.n_pc_ch):
+                q = q0 + pl
+                if self.DUE[q] > end:
+                    continue
+                nodes[1] = <int>q
+                cmd = self.eng._ref_cmd(q, &b)
+                e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes), self.LAST[q]),
+                                              _max(self.DUE[q], self.CHL[c])))
+                if e < best_e or (e == best_e and self.LSEQ[q] < self.LSEQ[q0 + best_pl]):
+                    best_e = e
+                    best_cmd = cmd
+                    best_pl = pl
+            if best_e == T_INF:
+                return E_OK
+            q = q0 + best_pl
+            nodes[1] = <int>q
+            self._count(c, best_cmd)
+            rc = self.eng._issue(best_cmd, nodes, -1, -1, best_e)
+            if rc != E_OK:
+                return rc
+            self._ordered(q, c, best_e)
+            if best_cmd == C_REFAB:
+                self.eng._ref_done(q)
+                self.nref[q] += 1
+            it += 1
+            if (it & SIGNAL_MASK) == 0:
+                rc = _check_signals()
+                if rc != E_OK:
+                    return rc
 
     cdef int _run_channels(self, int n_ch) noexcept nogil:
         """No barrier set spans channels: simulate the channels one after another."""
@@ -427,7 +504,7 @@ def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int 
     per set whether it spans several channels."""
     n_pcs = prog_ptr.shape[0] - 1
     ptr = np.asarray(prog_ptr)
-    bar = np.asarray(prog_bar)
+    bar = np.asarray(prog_bar)[:ptr[n_pcs]]  # (a program without kernels has a placeholder)
     pc_of = np.repeat(np.arange(n_pcs), np.diff(ptr))
     has = bar >= 0
     cnt = np.zeros((max(n_sets, 1), max(n_pcs, 1)), dtype=np.int64)
@@ -493,7 +570,8 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
 def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_ptr,
             const int32_t[::1] prog_kern, const int32_t[::1] prog_bar, int n_sets,
             int n_sim_ch, tick_t start, int64_t[::1] k_start, int64_t[::1] k_end,
-            int64_t[::1] pc_busy, int64_t[::1] pc_finish, int64_t[::1] n_refresh):
+            int64_t[::1] pc_busy, int64_t[::1] pc_finish, int64_t[::1] n_refresh, *,
+            int idle=IDLE_OPEN, ch_counts=None):
     """Run one in-order PIM command stream per pseudo-channel of the first ``n_sim_ch``
     channels, from tick ``start`` on, continuing from the engine's state; returns the end
     tick (the latest kernel end, at least ``start``), or -1 on an error (eng.last_status).
@@ -538,12 +616,35 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     8 x (nREFI + 16 x largest latency) ticks is livelocked (E_STALL). Every 2**16 commands
     the GIL is taken to run Python's signal handlers (Ctrl-C).
 
+    Idle policy (``idle``). IDLE_OPEN (0): rows stay open after a stream ends, as above.
+    IDLE_CLOSED (1): what the device does where a PC has no work changes in three ways.
+    C1: a PC whose stream has ended (or is empty) closes its PIM row (PREAB, if one is open),
+    a command of its stream timed like any other. R4: R1 never pulls a refresh in before
+    the PC's current kernel may start (the run's start, a barrier's release, the end of a
+    gap): one due before then is issued on schedule (not before its due tick), one due later
+    not before then; idle time is refreshed on schedule only. R5: once the run's end tick is
+    known, every PC whose refresh is due at or before it is refreshed on schedule (R2
+    continued through the time its channel has no work left; R3 then defers nothing to the
+    next run). With R4 a barrier's release changes nothing its channels issue before the
+    released kernels may start, so the channels' commands do not depend on the order in
+    which _run_sync advances them.
+
     Outputs: k_start / k_end (per slot) get the kernel's first command and end tick; pc_busy
     the sum of its kernels' durations; pc_finish its latest kernel end; n_refresh the REFab
-    count per PC in this run.
+    count per PC in this run; ch_counts (optional, int64 of shape (n_sim_ch, commands)) the
+    commands issued per simulated channel and command id in this run.
     """
     _check_pim(eng, kernels, prog_ptr, prog_kern, prog_bar, n_sets, n_sim_ch, start,
                (k_start, k_end), (pc_busy, pc_finish, n_refresh))
+    if idle != IDLE_OPEN and idle != IDLE_CLOSED:
+        raise ValueError(f"run_pim: idle policy {idle} out of range [0, 1]")
+    if ch_counts is None:
+        ch_counts = np.zeros((n_sim_ch, eng.n_cmd), dtype=np.int64)
+    elif not (isinstance(ch_counts, np.ndarray) and ch_counts.dtype == np.int64
+              and ch_counts.shape == (n_sim_ch, eng.n_cmd)
+              and ch_counts.flags.c_contiguous and ch_counts.flags.writeable):
+        raise ValueError(f"run_pim: ch_counts must be a writable C-contiguous int64 array of "
+                         f"shape ({n_sim_ch}, {eng.n_cmd})")
     cdef int n_pc_ch = eng.cnt[1]
     cdef int64_t n_pcs = <int64_t>n_sim_ch * n_pc_ch
     mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
@@ -567,11 +668,14 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.bar_top = np.zeros(max(n_sets, 1), dtype=np.int64)
     run.cross = cross
     run.n_pc_ch = n_pc_ch
+    run.chc = ch_counts
+    run.closed = idle == IDLE_CLOSED
     run._bind()
     run.pull = PULL_IN * eng.nREFI
     run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
     cdef int64_t[:, ::1] st = run.st
     cdef int64_t q
+    cdef int c
     cdef tick_t final = start
     cdef bint use_sync = bool(np.any(cross))
     cdef int rc = E_OK
@@ -579,15 +683,19 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     eng.status = E_OK
     k_start[:] = -1
     k_end[:] = -1
+    ch_counts[...] = 0
     for q in range(n_pcs):
         st[q, P_SLOT] = prog_ptr[q]
         st[q, P_END] = prog_ptr[q + 1]
-        st[q, P_PH] = PH_GW if prog_ptr[q] < prog_ptr[q + 1] else PH_DONE
         st[q, P_PROG] = start
-        if st[q, P_PH] != PH_DONE:
+        if prog_ptr[q] < prog_ptr[q + 1]:
+            st[q, P_PH] = PH_GW
             st[q, P_READY] = start + kernels[prog_kern[prog_ptr[q]], K_GAP]
+        else:  # an empty stream: done (closing its row under IDLE_CLOSED, not before start)
+            st[q, P_PH] = PH_CLOSE if run.closed else PH_DONE
+            st[q, P_READY] = start
     for q in range(n_pcs):  # PCs whose stream starts with a barrier arrive at the start
-        if st[q, P_PH] != PH_DONE and prog_bar[prog_ptr[q]] >= 0:
+        if prog_ptr[q] < prog_ptr[q + 1] and prog_bar[prog_ptr[q]] >= 0:
             run._arrive(q, start)
     with nogil:
         if not use_sync:
@@ -599,12 +707,18 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
                 if st[q, P_PH] == PH_WAIT:
                     rc = E_BARRIER
                     break
+        if rc == E_OK:
+            for q in range(n_pcs):
+                if pc_finish[q] > final:
+                    final = pc_finish[q]
+            if run.closed:
+                for c in range(n_sim_ch):
+                    rc = run._settle(c, final)
+                    if rc != E_OK:
+                        break
         eng.status = rc
     if rc == E_INTERRUPT:
         _reraise()
     if rc != E_OK:
         return -1
-    for q in range(n_pcs):
-        if pc_finish[q] > final:
-            final = pc_finish[q]
     return final

@@ -49,6 +49,7 @@ __all__ = [
     "DramDevice",
     "DramResult",
     "GemvKernel",
+    "IDLE_POLICIES",
     "PimDevice",
     "PimResult",
     "ProgramMemo",
@@ -499,6 +500,12 @@ def _run_error(spec: DramSpec, what: str, status: int) -> SieveError:
 # ============================================================================================
 
 
+#: What a :class:`PimDevice` does where a pseudo-channel has no work (``PimDevice(idle=)``):
+#: ``"open"`` leaves rows open and defers the refreshes of channels without work to their next
+#: work; ``"closed"`` closes a PC's PIM row when its stream ends and refreshes idle PCs on
+#: schedule (docs/model-of-computation.md, *Front end 2*, idle policy).
+IDLE_POLICIES = ("open", "closed")
+
 #: Barrier scopes of a kernel (:attr:`GemvKernel.sync`).
 BARRIER_SCOPES = ("channel", "all", "group")
 
@@ -732,6 +739,26 @@ class PimDevice:
         memo: a :class:`ProgramMemo` shared by devices of this spec: a run whose program and
             device state relative to its start equal an earlier run's is not simulated again
             (its result and state change are replayed, bit for bit).
+        idle: what the device does where a PC has no work (:data:`IDLE_POLICIES`).
+            ``"open"`` (default; the model of every earlier release, whose published results
+            it keeps): rows stay open after a program (a later program reusing them skips
+            the activation), and refreshes that fall due while a channel has no work are
+            issued when it next has work, pulled in right after its last command.
+            ``"closed"``: each PC closes its PIM row (PREAB) when its stream ends, a refresh
+            is never pulled in before a program's start (one due in the idle time before it
+            is issued on schedule), and every refresh due by a program's end is issued
+            within it, on schedule. Channels then leave a program in the same state whatever
+            their share of it (rows closed, refreshes due at the same tick), so identical
+            programs after uneven ones (tensor-parallel experts after attention) are
+            simulated on one channel again; the cost is a PREAB per PC per program
+            (docs/model-of-computation.md, *Front end 2*; measured in docs/performance.md).
+
+    Symmetric runs. With ``symmetric="auto"``, when every channel runs identical streams,
+    channels whose states are equivalent relative to the program's start (the rule of
+    :meth:`channel_classes`) form a class, one channel per class is simulated and its result
+    and final state are copied to the others: bit for bit the full simulation's times,
+    counts, per-PC results, final state and per-channel command log
+    (tests/test_pim_symmetry.py).
 
     Refresh is always on and all-bank (REFab per pseudo-channel every tREFI), whatever the
     spec's ``refresh`` mode: per-bank refresh of one bank while an all-bank PIM row is open
@@ -739,11 +766,16 @@ class PimDevice:
     """
 
     def __init__(self, spec: DramSpec | str, *, log: bool = False,
-                 symmetric: bool | str = "auto", memo: ProgramMemo | None = None):
+                 symmetric: bool | str = "auto", memo: ProgramMemo | None = None,
+                 idle: str = "open"):
         self.spec = _pim_spec(spec, "PIM device")
         if symmetric not in ("auto", False):
             raise ConfigError(f"PIM device: symmetric must be 'auto' or False, got "
                               f"{symmetric!r}")
+        if not isinstance(idle, str) or idle not in IDLE_POLICIES:
+            raise ConfigError(f"PIM device: idle policy {idle!r} unknown (known: "
+                              f"{', '.join(IDLE_POLICIES)})")
+        self.idle = idle
         if memo is not None and not isinstance(memo, ProgramMemo):
             raise ConfigError(f"PIM device: memo must be a ProgramMemo, got "
                               f"{type(memo).__name__}")
@@ -753,6 +785,8 @@ class PimDevice:
         arrays = self.spec.to_arrays()
         arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
         self._engine = _dram.Engine(arrays, self.spec.org.total_channels, self.logging)
+        self._layout = self._engine.layout()
+        self._horizon = _history_horizon(arrays, self._layout)
         self.tick_ns = self.spec.tick_ns
         self.reset()
 
@@ -805,39 +839,64 @@ class PimDevice:
                               f"range ({_dram.MAX_TICK // 2 * self.tick_ns:.3g} ns)")
         return tick
 
-    def _channels_identical(self) -> bool:
-        """Whether every channel's state equals channel 0's (exactly what a channel's future
-        depends on: its state with ready times below its last command clipped, and the
-        round-robin order of its PCs)."""
-        e = self._engine
-        lay = e.layout()
-        st = e.get_state()
+    def channel_classes(self, start_ns: float | None = None) -> np.ndarray:
+        """Channels that a program of identical streams starting at ``start_ns`` (default
+        :attr:`now_ns`) would run identically: one class number per channel (classes
+        numbered in the order of their first channel). The symmetric fast path simulates one
+        channel per class.
+
+        The rule (exact; docs/model-of-computation.md, *Symmetry*): no command of the run
+        issues on channel c before ``low_c = max(last_c, min(start, due_c - lead))``, where
+        ``last_c`` is the channel's latest command, ``due_c`` its PCs' earliest refresh due
+        tick and ``lead`` how far a refresh may be pulled in before the start (7 refresh
+        intervals under ``idle="open"``, 0 under ``"closed"``). Relative to the start, two
+        channels are equivalent when they have the same ``low``, the same ready times once
+        those below ``low`` are raised to it, the same window history once entries too old
+        to bind a command at or after ``low`` are dropped, the same PC last ticks so raised,
+        the same open rows and refresh due times, and the same command-bus round-robin
+        order of their PCs."""
+        return self._channel_classes(self._start_tick(start_ns))[0]
+
+    def _channel_classes(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """(class of every channel, first channel of every class) for a run at tick
+        ``start`` (see :meth:`channel_classes`)."""
+        st = self._engine.get_state()
+        lay = self._layout
         nch, npc = lay["n_channels"], lay["pcs_per_channel"]
-        floor = st["ch_last"]
-        if np.any(floor != floor[0]):
-            return False
+        lead = 0 if self.idle == "closed" else _dram.PULL_IN_INTERVALS * lay["refresh_interval"]
+        due = st["ref_due"].reshape(nch, npc)
+        low = np.maximum(st["ch_last"], np.minimum(start, due.min(axis=1) - lead))
+        col = low[:, None]
+        cols = [col - start]
         for lv in range(5):
             n = lay["n_nodes"][lv] * lay["n_cmd"]
             seg = st["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(nch, -1)
-            if np.any(np.maximum(seg, floor[0]) != np.maximum(seg[0], floor[0])):
-                return False
+            cols.append(np.maximum(seg, col) - start)
             n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
             if n:
-                seg = st["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(nch, -1)
-                if np.any(seg != seg[0]):
-                    return False
+                seg = st["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(
+                    nch, -1, lay["n_slots"][lv], lay["max_window"])
+                dead = (seg < 0) | (seg + self._horizon[lv][None, None, :, None]
+                                    <= low[:, None, None, None])
+                cols.append(np.where(dead, _NO_HIST, seg - start).reshape(nch, -1))
         for k in ("open_row", "ab_row", "n_open"):
-            seg = st[k].reshape(lay["n_buffers"], nch, -1)
-            if np.any(seg != seg[:, :1]):
-                return False
-        for k in ("ref_due", "ref_rr"):
-            seg = st[k].reshape(nch, -1)
-            if np.any(seg != seg[0]):
-                return False
-        last = np.maximum(st["pc_last"], floor[0]).reshape(nch, npc)
-        order = np.argsort(np.argsort(st["pc_lseq"].reshape(nch, npc), axis=1, kind="stable"),
-                           axis=1, kind="stable")
-        return bool(np.all(last == last[0]) and np.all(order == order[0]))
+            cols.append(st[k].reshape(lay["n_buffers"], nch, -1).transpose(1, 0, 2)
+                        .reshape(nch, -1))
+        cols.append(due - start)
+        cols.append(st["ref_rr"].reshape(nch, npc))
+        cols.append(np.maximum(st["pc_last"].reshape(nch, npc), col) - start)
+        # the bus round robin: ties go to the PC with the lowest (last issue, index)
+        lseq = st["pc_lseq"].reshape(nch, npc)
+        cols.append(np.argsort(np.argsort(lseq, axis=1, kind="stable"), axis=1, kind="stable"))
+        m = np.ascontiguousarray(np.concatenate([c.astype(np.int64) for c in cols], axis=1))
+        if np.all(m == m[0]):
+            return np.zeros(nch, dtype=np.intp), np.zeros(1, dtype=np.intp)
+        number: dict[bytes, int] = {}  # exact: a dict compares the keys, not only hashes
+        cls = np.array([number.setdefault(m[c].tobytes(), len(number)) for c in range(nch)],
+                       dtype=np.intp)
+        first = np.zeros(len(number), dtype=np.intp)
+        first[cls[::-1]] = np.arange(nch - 1, -1, -1)
+        return cls, first
 
     # ---- running programs --------------------------------------------------------------------
     def run(self, program: Sequence[GemvKernel] | Sequence[Sequence[GemvKernel]],
@@ -851,9 +910,10 @@ class PimDevice:
                 (``channel * pseudochannels + pc``).
             start_ns: absolute device time before which no kernel command issues (default
                 :attr:`now_ns`, the end of the latest program). Each PC also issues in order
-                after its previous command, and each channel in time order. Refreshes that
-                fell due while the device was idle are issued when a PC next has work, at
-                ticks possibly before ``start_ns`` (the device refreshed while idle).
+                after its previous command, and each channel in time order. Under
+                ``idle="open"``, refreshes that fell due while the device was idle are issued
+                when a PC next has work, at ticks possibly before ``start_ns`` (the device
+                refreshed while idle); under ``"closed"`` those are issued on schedule.
 
         Returns:
             A :class:`PimResult` in absolute device times.
@@ -868,9 +928,24 @@ class PimDevice:
         npc, n_ch = o.pseudochannels, o.total_channels
         by_channel = [tuple(per_pc[c * npc:(c + 1) * npc]) for c in range(n_ch)]
         same_streams = all(ch == by_channel[0] for ch in by_channel)
-        one = (self.symmetric is not False and same_streams and n_ch > 1
-               and (self._uniform or self._channels_identical()))
-        sim = 1 if one else n_ch
+        eng = self._engine
+        # symmetric runs: one channel per class of equivalent channels (channel_classes)
+        cls = reps = perm = None
+        if (self.symmetric is not False and same_streams and n_ch > 1
+                and (self.idle == "closed" or _sync_insensitive(by_channel[0]))):
+            if self._uniform:
+                cls, reps = np.zeros(n_ch, dtype=np.intp), np.zeros(1, dtype=np.intp)
+            else:
+                cls, reps = self._channel_classes(start)
+            if reps.size == n_ch:
+                cls = reps = None
+        sim = n_ch if cls is None else int(reps.size)
+        if reps is not None and np.any(reps != np.arange(sim)):
+            # the classes' first channels to the front; a permutation, so no state is lost
+            rest = np.ones(n_ch, dtype=bool)
+            rest[reps] = False
+            perm = np.concatenate([reps, np.flatnonzero(rest)])
+            eng.select_channels(perm)
         streams = per_pc[:sim * npc]
         # kernel table (de-duplicated descriptor rows) and barrier sets (dense ids)
         rows: dict[tuple, int] = {}
@@ -879,13 +954,19 @@ class PimDevice:
         prog_ptr = np.zeros(len(streams) + 1, dtype=np.int64)
         prog_kern: list[int] = []
         prog_bar: list[int] = []
+        done: dict[int, list[int]] = {}  # kernel rows of each stream object (TP: one object)
         for q, s in enumerate(streams):
+            ids = done.get(id(s))
+            if ids is None:
+                ids = done[id(s)] = []
+                for k in s:
+                    row = tuple(k._row(spec))
+                    if row not in rows:
+                        rows[row] = len(table)
+                        table.append(list(row))
+                    ids.append(rows[row])
+            prog_kern.extend(ids)
             for k in s:
-                row = tuple(k._row(spec))
-                if row not in rows:
-                    rows[row] = len(table)
-                    table.append(list(row))
-                prog_kern.append(rows[row])
                 key = k.barrier_key(q // npc)
                 prog_bar.append(-1 if key is None else sets.setdefault(key, len(sets)))
             prog_ptr[q + 1] = len(prog_kern)
@@ -895,7 +976,6 @@ class PimDevice:
         pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
         pb = np.ascontiguousarray(np.array(prog_bar or [-1], dtype=np.int32))
         nk = max(len(prog_kern), 1)
-        eng = self._engine
         counts0 = eng.counts()
         seq0 = eng.n_issued
         key = entry = None
@@ -911,9 +991,11 @@ class PimDevice:
             busy = np.zeros(len(streams), dtype=np.int64)
             finish = np.full(len(streams), start, dtype=np.int64)
             n_ref = np.zeros(len(streams), dtype=np.int64)
+            chc = np.zeros((sim, len(COMMANDS)), dtype=np.int64)
             try:
                 end = _dram.run_pim(eng, kernels, prog_ptr, pk, pb, len(sets), sim, start,
-                                    k_start, k_end, busy, finish, n_ref)
+                                    k_start, k_end, busy, finish, n_ref,
+                                    idle=IDLE_POLICIES.index(self.idle), ch_counts=chc)
             except BaseException:
                 self._broken = True
                 raise
@@ -922,22 +1004,31 @@ class PimDevice:
                 raise _run_error(spec, "PIM program", eng.last_status)
             log = eng.take_log() if self.logging else None
             out = (k_start, k_end, busy, finish, n_ref, int(end), log,
-                   eng.counts() - counts0, eng.n_issued - seq0)
+                   eng.counts() - counts0, eng.n_issued - seq0, chc)
             if key is not None:
                 self.memo._put(key, self, out, base, norm, sim, seq0)
-        k_start, k_end, busy, finish, n_ref, end, log, delta, n_sim_cmds = out
-        reps = n_ch // sim
-        if one:
-            eng.broadcast_channel(0)
-            eng.replicate_counts(counts0, seq0, reps)
-            if log is not None and reps > 1:
-                parts = [log]
-                for c in range(1, reps):
-                    rep = log.copy()
-                    rep["ch"] = c
-                    rep["seq"] += c * n_sim_cmds
-                    parts.append(rep)
-                log = np.concatenate(parts)
+        k_start, k_end, busy, finish, n_ref, end, log, delta, n_sim_cmds, chc = out
+        n = len(prog_kern)
+        ks, ke = k_start[:n], k_end[:n]
+        if cls is not None:
+            # every channel takes its class's result and final state; a class whose channel
+            # issued nothing left its channels as they were (permuted back)
+            issued = chc.sum(axis=1) > 0
+            own = np.arange(n_ch) if perm is None else np.argsort(perm)
+            idx = np.where(issued[cls], cls, own)
+            if np.any(idx != np.arange(n_ch)):
+                eng.select_channels(idx)
+            per_ch = chc[cls]
+            extra = per_ch.sum(axis=0) - chc.sum(axis=0)
+            eng.add_counts(extra, int(extra.sum()))
+            self._uniform = bool((sim == 1 and issued[0]) or (self._uniform and not issued.any()))
+            if log is not None:
+                log = _class_log(log, cls, sim, seq0)
+            slots = int(prog_ptr[npc])  # kernels of one channel (identical streams)
+            busy, finish = (a.reshape(sim, npc)[cls].ravel() for a in (busy, finish))
+            n_ref = n_ref.reshape(sim, npc)[cls].ravel()
+            ks, ke = (a.reshape(sim, slots)[cls].ravel() for a in (ks, ke))
+            delta = per_ch.sum(axis=0)
         else:
             self._uniform = self._uniform and same_streams
         if log is not None:
@@ -945,22 +1036,72 @@ class PimDevice:
         self._now_tick = max(self._now_tick, int(end))
         self.programs += 1
         tick = spec.tick_ns
-        delta = delta * reps
         counts = {c.name: int(delta[i]) for i, c in enumerate(COMMANDS) if delta[i]}
         ptr_all = np.zeros(o.total_pseudochannels + 1, dtype=np.int64)
         ptr_all[1:] = np.cumsum([len(s) for s in per_pc])
-        n = len(prog_kern)
-        ks, ke = k_start[:n] * tick, k_end[:n] * tick
         return PimResult(
             spec=spec.name, n_pcs=o.total_pseudochannels, simulated_channels=sim,
             cycles=-(-(int(end) - start) // spec.timing.ticks_per_ck),
             time_ns=float((end - start) * tick),
-            pc_busy_ns=np.tile(busy, reps) * tick, pc_finish_ns=np.tile(finish, reps) * tick,
-            kernel_ptr=ptr_all, kernel_start_ns=np.tile(ks, reps),
-            kernel_end_ns=np.tile(ke, reps), command_counts=counts,
-            refreshes=int(n_ref.sum()) * reps, log=log, start_ns=float(start * tick),
+            pc_busy_ns=busy * tick, pc_finish_ns=finish * tick,
+            kernel_ptr=ptr_all, kernel_start_ns=ks * tick,
+            kernel_end_ns=ke * tick, command_counts=counts,
+            refreshes=int(n_ref.sum()), log=log, start_ns=float(start * tick),
             end_ns=float(end * tick),
         )
+
+
+def _sync_insensitive(channel: tuple[tuple[GemvKernel, ...], ...]) -> bool:
+    """Whether, under idle policy "open", a program whose every channel runs these streams
+    gives each channel the same commands however many channels are simulated: true without
+    barriers spanning channels ("all", "group"), or when every PC of the channel runs the same
+    stream (then no channel issues while its PCs wait for another channel). Otherwise a PC
+    released by another channel may pull a refresh in before commands its channel issued
+    meanwhile, and the full simulation's outcome depends on the order in which it advances
+    the channels."""
+    if all(s == channel[0] for s in channel):
+        return True
+    return not any(k.sync in ("all", "group") for s in channel for k in s)
+
+
+def _class_log(log: np.ndarray, cls: np.ndarray, sim: int, seq0: int) -> np.ndarray:
+    """The log of every channel from the log of a run that simulated one channel per class
+    (channel i = class i): channel c gets its class's commands, channels in order, numbered
+    from ``seq0`` on as a full simulation without cross-channel barriers numbers them."""
+    own = [log[log["ch"] == i] for i in range(sim)]
+    sizes = np.array([len(own[i]) for i in cls], dtype=np.int64)
+    first = seq0 + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    parts = []
+    for c, i in enumerate(cls):
+        rep = own[i].copy()
+        rep["ch"] = c
+        rep["seq"] = first[c] + np.arange(len(rep))
+        parts.append(rep)
+    return np.concatenate(parts) if parts else log
+
+
+def _history_horizon(arrays: dict, lay: dict) -> list[np.ndarray]:
+    """Per level, per window-history slot: the longest latency of a windowed constraint row
+    that reads the slot (ticks). Only windowed rows read the history (the window-th most
+    recent issue), so an entry ``h`` with ``h + horizon <= t`` binds no command at or after
+    tick ``t``."""
+    n_cmd = lay["n_cmd"]
+    ptr = np.asarray(arrays["cons_ptr"])
+    lat = np.asarray(arrays["cons_lat"], dtype=np.int64)
+    win = np.asarray(arrays["cons_win"])
+    slot_of = np.asarray(arrays["hist_slot"])
+    out = []
+    for lv in range(5):
+        h = np.zeros(lay["n_slots"][lv], dtype=np.int64)
+        for p in range(n_cmd):
+            k = lv * n_cmd + p
+            if slot_of[k] >= 0:
+                rows = slice(ptr[k], ptr[k + 1])
+                w = win[rows] > 1
+                if np.any(w):
+                    h[slot_of[k]] = max(h[slot_of[k]], int(lat[rows][w].max()))
+        out.append(h)
+    return out
 
 
 _NO_HIST = np.iinfo(np.int64).min  # normalised history entry that can no longer bind
@@ -1073,7 +1214,7 @@ class ProgramMemo:
         base = start - start % align
         norm = _normalise(eng.get_state(), lay, base, sim, eng.max_latency)
         h = hashlib.blake2b(digest_size=32)
-        h.update(repr((dev._spec_id(), sim, start - base, dev.logging)).encode())
+        h.update(repr((dev._spec_id(), sim, start - base, dev.logging, dev.idle)).encode())
         for a in program[:4]:
             h.update(np.ascontiguousarray(a).tobytes())
             h.update(b"|")
@@ -1102,7 +1243,7 @@ class ProgramMemo:
         npc = lay["pcs_per_channel"]
         lseq = final["pc_lseq"].reshape(lay["n_channels"], npc)[:sim]
         fnorm["lseq_rel"] = np.where(lseq > seq0, lseq - seq0, 0)
-        k_start, k_end, busy, finish, n_ref, end, log, delta, n_cmds = out
+        k_start, k_end, busy, finish, n_ref, end, log, delta, n_cmds, chc = out
         rel = (np.where(k_start >= 0, k_start - base, -1), np.where(k_end >= 0, k_end - base, -1),
                busy.copy(), finish - base, n_ref.copy(), end - base)
         if log is not None:
@@ -1111,10 +1252,10 @@ class ProgramMemo:
             log["seq"] -= seq0
         if self.max_entries is not None and len(self._table) >= self.max_entries:
             self._table.pop(next(iter(self._table)))
-        self._table[key] = (rel, fnorm, log, delta.copy(), n_cmds)
+        self._table[key] = (rel, fnorm, log, delta.copy(), n_cmds, chc.copy())
 
     def _replay(self, dev: PimDevice, entry: tuple, base: int, sim: int, seq0: int) -> tuple:
-        (ks, ke, busy, finish, n_ref, end), fnorm, log, delta, n_cmds = entry
+        (ks, ke, busy, finish, n_ref, end), fnorm, log, delta, n_cmds, chc = entry
         eng = dev._engine
         lay = eng.layout()
         state = eng.get_state()
@@ -1130,12 +1271,13 @@ class ProgramMemo:
             log["tick"] += base
             log["seq"] += seq0
         return (np.where(ks >= 0, ks + base, -1), np.where(ke >= 0, ke + base, -1),
-                busy.copy(), finish + base, n_ref.copy(), end + base, log, delta, n_cmds)
+                busy.copy(), finish + base, n_ref.copy(), end + base, log, delta, n_cmds,
+                chc.copy())
 
 
 def run_pim(spec: DramSpec | str,
             program: Sequence[GemvKernel] | Sequence[Sequence[GemvKernel]], *,
-            symmetric: bool | str = "auto", log: bool = False) -> PimResult:
+            symmetric: bool | str = "auto", log: bool = False, idle: str = "open") -> PimResult:
     """Run one PIM program on a fresh device from time 0 (front end 2; one-shot
     convenience for :class:`PimDevice`).
 
@@ -1148,11 +1290,13 @@ def run_pim(spec: DramSpec | str,
             streams and reports it for all (exact: channels share nothing - tests/test_pim_engine
             checks it against the full simulation); ``False`` always simulates every channel.
         log: return the command log of every channel.
+        idle: the device's idle policy (:class:`PimDevice`, :data:`IDLE_POLICIES`).
     """
     spec = _pim_spec(spec, "PIM program")
     if symmetric not in ("auto", True, False):
         raise ConfigError(f"PIM program: symmetric must be 'auto' or False, got {symmetric!r}")
-    dev = PimDevice(spec, log=log, symmetric=False if symmetric is False else "auto")
+    dev = PimDevice(spec, log=log, symmetric=False if symmetric is False else "auto",
+                    idle=idle)
     return dev.run(program, start_ns=0.0)
 
 
