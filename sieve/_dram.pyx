@@ -363,30 +363,49 @@ cdef class Engine:
             cur[k][...] = new[k]
         self.seq = seq
 
-    def select_channels(self, idx):
-        """Channel c takes the whole state channel ``idx[c]`` had (all at once, so ``idx``
-        may repeat channels and permute them): gathers and scatters of the symmetric runs."""
+    def select_channels(self, idx, pcs=None):
+        """Channel c takes the whole state channel ``idx[c]`` had, all at once (``idx`` may
+        repeat and permute channels): the gathers and scatters of symmetric runs. With
+        ``pcs`` (shape (channels, pseudo-channels per channel)), pseudo-channel p of channel
+        c takes the state of pseudo-channel ``pcs[c, p]`` of channel ``idx[c]`` (with its
+        banks), the channel-level state coming from channel ``idx[c]``."""
         cdef int l
-        nch = self.cnt[0]
+        nch, npc = self.cnt[0], self.cnt[1]
         ix = np.asarray(idx)
         if ix.shape != (nch,) or ix.dtype.kind not in "iu" or np.any((ix < 0) | (ix >= nch)):
             raise ValueError(f"select_channels: expected {nch} channel indices in [0, {nch})")
         ix = ix.astype(np.intp)
+        if pcs is None:
+            px = np.broadcast_to(np.arange(npc, dtype=np.intp), (nch, npc))
+        else:
+            px = np.asarray(pcs)
+            if px.shape != (nch, npc) or px.dtype.kind not in "iu" or np.any(
+                    (px < 0) | (px >= npc)):
+                raise ValueError(f"select_channels: pcs must be ({nch}, {npc}) pseudo-channel "
+                                 f"indices in [0, {npc})")
+            px = px.astype(np.intp)
+        src = (ix[:, None], px)  # (channel, pc) source of every (channel, pc)
         a = self._arrays()
         for l in range(N_LEVELS):
             per = self.n_nodes[l] // nch * self.n_cmd
-            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch].reshape(nch, per)
-            seg[:] = seg[ix]
+            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch]
+            if l == 0:
+                seg.reshape(nch, per)[:] = seg.reshape(nch, per)[ix]
+            else:
+                seg.reshape(nch, npc, -1)[:] = seg.reshape(nch, npc, -1)[src]
             per = self.n_nodes[l] // nch * self.n_slots[l] * self.max_window
             if per:
-                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch].reshape(nch, per)
-                seg[:] = seg[ix]
+                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch]
+                if l == 0:
+                    seg.reshape(nch, per)[:] = seg.reshape(nch, per)[ix]
+                else:
+                    seg.reshape(nch, npc, -1)[:] = seg.reshape(nch, npc, -1)[src]
         for k in ("open_row", "ab_row", "n_open"):
-            seg = a[k].reshape(self.n_buffers, nch, -1)
-            seg[:] = seg[:, ix]
+            seg = a[k].reshape(self.n_buffers, nch, npc, -1)
+            seg[:] = seg[:, ix[:, None], px]
         for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
-            seg = a[k].reshape(nch, -1)
-            seg[:] = seg[ix]
+            seg = a[k].reshape(nch, npc)
+            seg[:] = seg[src]
         a["ch_last"][:] = a["ch_last"][ix]
 
     def broadcast_channel(self, int src=0):

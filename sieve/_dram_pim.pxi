@@ -600,8 +600,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     command provably precedes the release of the cross-channel barriers its PCs wait at, and
     when none can, the earliest command of all channels is issued (_run_sync): the result is
     that of advancing all channels in one time order, a barrier being released at the tick
-    its last participant arrives. Barriers that can never all be reached (PCs meeting sets in
-    different orders) stop the run with E_BARRIER.
+    its last participant arrives (under IDLE_OPEN, except where a released PC pulls a refresh
+    in to its channel's latest command: how far that channel ran ahead depends on the order
+    the channels are advanced in; IDLE_CLOSED's R4 removes the exception). Barriers that can
+    never all be reached (PCs meeting sets in different orders) stop the run with E_BARRIER.
 
     Refresh (all-bank; the due times are the engine's and carry across runs). R1: when a
     PC's REFab is due at or before its next command, its work yields: PREAB (if a row is

@@ -84,7 +84,10 @@ def test_engine_methods_refuse_out_of_range_arguments():
                  lambda: eng.set_state({**eng.get_state(), "ref_rr": eng.get_state()["ref_rr"]
                                         + 999}),
                  lambda: eng.set_state({**eng.get_state(), "ready": np.zeros(3)}),
-                 lambda: eng.replicate_counts(np.zeros(2), 0, 2)):
+                 lambda: eng.replicate_counts(np.zeros(2), 0, 2),
+                 lambda: eng.select_channels([1]),
+                 lambda: eng.select_channels([0], pcs=[[0, 2]]),
+                 lambda: eng.select_channels(np.array([0.0]))):
         with pytest.raises(ValueError):
             call()
 
@@ -123,6 +126,13 @@ def test_front_end_functions_refuse_bad_arrays():
             ((kern, ptr, pk, pb, 0, 1, -5), "start tick")):
         with pytest.raises(ValueError, match=msg):
             _dram.run_pim(pe, *args, *o64)
+    args = (kern, ptr, pk, pb, 0, 1, 0)
+    with pytest.raises(ValueError, match="idle policy"):
+        _dram.run_pim(pe, *args, *o64, idle=2)
+    for bad in (np.zeros((1, 3), np.int64), np.zeros((2, 14), np.int64),
+                np.zeros((1, 14), np.int32), [[0] * 14]):
+        with pytest.raises(ValueError, match="ch_counts"):
+            _dram.run_pim(pe, *args, *o64, ch_counts=bad)
     assert npc == get_spec("samsung-hbm2-pim").org.pseudochannels
 
 

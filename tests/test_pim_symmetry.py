@@ -156,11 +156,11 @@ def test_tp_after_an_uneven_program_equals_the_full_simulation(idle):
     assert same_logs(fast.log(), full.log())
     assert checker.check_log(fast.log(), spec).ok
     if idle == "closed":
-        # rows closed and refreshes caught up at every program's end: what remains is the
-        # command-bus round robin of each channel's two PCs (at most two classes)
-        assert sims[0] == sims[3] == 4 and max(sims[1], sims[2], sims[4]) <= 2
+        # rows closed and refreshes caught up at every program's end: one class (the PCs of
+        # each channel listed in their round-robin order)
+        assert sims[0] == sims[3] == 4 and sims[1] == sims[2] == sims[4] == 1
     else:
-        assert sims[2] <= 2  # TP after TP: the ends, rows and refreshes agree again
+        assert sims[2] == 1  # TP after TP: the ends, rows and refreshes agree again
 
 
 def test_an_earlier_refresh_pull_in_splits_channels_that_differ_only_before_the_start():
@@ -210,7 +210,7 @@ def test_channel_classes_of_a_fresh_device_and_its_arguments():
         dev.channel_classes(-1.0)
 
 
-def test_the_full_b200_step_sequence_runs_tp_layers_on_at_most_two_channels():
+def test_the_full_b200_step_sequence_runs_tp_layers_on_one_channel():
     """The multi-GPU step's common sequence on one GPU's 128 channels: attention with uneven
     slices, the GPU step, the TP experts; "closed" lets every TP program take the fast path,
     bit for bit the full simulation."""
@@ -233,7 +233,7 @@ def test_the_full_b200_step_sequence_runs_tp_layers_on_at_most_two_channels():
         b = run_moe_tp(spec, shape, counts, order="layer", device=full,
                        start_ns=full.now_ns + 2500.0).pim
         assert_same_result(a, b)
-        assert a.simulated_channels <= 2 and b.simulated_channels == 128
+        assert a.simulated_channels == 1 and b.simulated_channels == 128
     assert fast.command_counts() == full.command_counts()
 
 

@@ -840,26 +840,30 @@ class PimDevice:
         return tick
 
     def channel_classes(self, start_ns: float | None = None) -> np.ndarray:
-        """Channels that a program of identical streams starting at ``start_ns`` (default
-        :attr:`now_ns`) would run identically: one class number per channel (classes
-        numbered in the order of their first channel). The symmetric fast path simulates one
-        channel per class.
+        """Channels that a program in which every PC runs the same stream (tensor
+        parallelism), starting at ``start_ns`` (default :attr:`now_ns`), runs identically up
+        to the numbering of their PCs: one class number per channel (numbered in the order
+        of their first channel). The symmetric fast path simulates one channel per class.
 
         The rule (exact; docs/model-of-computation.md, *Symmetry*): no command of the run
         issues on channel c before ``low_c = max(last_c, min(start, due_c - lead))``, where
         ``last_c`` is the channel's latest command, ``due_c`` its PCs' earliest refresh due
         tick and ``lead`` how far a refresh may be pulled in before the start (7 refresh
-        intervals under ``idle="open"``, 0 under ``"closed"``). Relative to the start, two
-        channels are equivalent when they have the same ``low``, the same ready times once
-        those below ``low`` are raised to it, the same window history once entries too old
-        to bind a command at or after ``low`` are dropped, the same PC last ticks so raised,
-        the same open rows and refresh due times, and the same command-bus round-robin
-        order of their PCs."""
-        return self._channel_classes(self._start_tick(start_ns))[0]
+        intervals under ``idle="open"``, 0 under ``"closed"``). With each channel's PCs
+        listed in their command-bus round-robin order (the order of their latest commands,
+        ties by number), two channels are equivalent when they have the same ``low``, the
+        same ready times once those below ``low`` are raised to it, the same window history
+        once entries too old to bind a command at or after ``low`` are dropped, the same PC
+        last ticks so raised, and the same open rows and refresh due times; with PCs of
+        different streams, each listed PC must also run the same stream."""
+        return self._channel_classes(self._start_tick(start_ns), None)[0]
 
-    def _channel_classes(self, start: int) -> tuple[np.ndarray, np.ndarray]:
-        """(class of every channel, first channel of every class) for a run at tick
-        ``start`` (see :meth:`channel_classes`)."""
+    def _channel_classes(self, start: int, stream_ids: np.ndarray | None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(class of every channel, first channel of every class, every channel's PCs in
+        round-robin order) for a run at tick ``start`` whose PC p runs stream
+        ``stream_ids[p]`` in every channel (None: one stream for all); see
+        :meth:`channel_classes`."""
         st = self._engine.get_state()
         lay = self._layout
         nch, npc = lay["n_channels"], lay["pcs_per_channel"]
@@ -867,36 +871,44 @@ class PimDevice:
         due = st["ref_due"].reshape(nch, npc)
         low = np.maximum(st["ch_last"], np.minimum(start, due.min(axis=1) - lead))
         col = low[:, None]
+        # the bus round robin: on a tie the PC with the lowest (last issue, number) goes first;
+        # listing each channel's PCs in that order makes the order itself the same everywhere
+        order = np.argsort(st["pc_lseq"].reshape(nch, npc), axis=1, kind="stable")
+        rows = np.arange(nch)[:, None]
+
+        def pcs(a: np.ndarray) -> np.ndarray:  # (nch, npc, ...) in round-robin order
+            return a[rows, order].reshape(nch, -1)
+
         cols = [col - start]
         for lv in range(5):
             n = lay["n_nodes"][lv] * lay["n_cmd"]
-            seg = st["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(nch, -1)
-            cols.append(np.maximum(seg, col) - start)
+            seg = np.maximum(st["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(
+                nch, -1), col) - start
+            cols.append(seg if lv == 0 else pcs(seg.reshape(nch, npc, -1)))
             n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
             if n:
                 seg = st["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(
                     nch, -1, lay["n_slots"][lv], lay["max_window"])
                 dead = (seg < 0) | (seg + self._horizon[lv][None, None, :, None]
                                     <= low[:, None, None, None])
-                cols.append(np.where(dead, _NO_HIST, seg - start).reshape(nch, -1))
+                seg = np.where(dead, _NO_HIST, seg - start).reshape(nch, -1)
+                cols.append(seg if lv == 0 else pcs(seg.reshape(nch, npc, -1)))
         for k in ("open_row", "ab_row", "n_open"):
-            cols.append(st[k].reshape(lay["n_buffers"], nch, -1).transpose(1, 0, 2)
-                        .reshape(nch, -1))
-        cols.append(due - start)
-        cols.append(st["ref_rr"].reshape(nch, npc))
-        cols.append(np.maximum(st["pc_last"].reshape(nch, npc), col) - start)
-        # the bus round robin: ties go to the PC with the lowest (last issue, index)
-        lseq = st["pc_lseq"].reshape(nch, npc)
-        cols.append(np.argsort(np.argsort(lseq, axis=1, kind="stable"), axis=1, kind="stable"))
-        m = np.ascontiguousarray(np.concatenate([c.astype(np.int64) for c in cols], axis=1))
+            cols.append(pcs(st[k].reshape(lay["n_buffers"], nch, npc, -1).transpose(1, 2, 0, 3)))
+        cols.append(pcs(due - start))
+        cols.append(pcs(st["ref_rr"].reshape(nch, npc)))
+        cols.append(pcs(np.maximum(st["pc_last"].reshape(nch, npc), col) - start))
+        if stream_ids is not None:
+            cols.append(stream_ids[order])
+        m = np.concatenate(cols, axis=1, dtype=np.int64)
         if np.all(m == m[0]):
-            return np.zeros(nch, dtype=np.intp), np.zeros(1, dtype=np.intp)
+            return np.zeros(nch, dtype=np.intp), np.zeros(1, dtype=np.intp), order
         number: dict[bytes, int] = {}  # exact: a dict compares the keys, not only hashes
         cls = np.array([number.setdefault(m[c].tobytes(), len(number)) for c in range(nch)],
                        dtype=np.intp)
         first = np.zeros(len(number), dtype=np.intp)
         first[cls[::-1]] = np.arange(nch - 1, -1, -1)
-        return cls, first
+        return cls, first, order
 
     # ---- running programs --------------------------------------------------------------------
     def run(self, program: Sequence[GemvKernel] | Sequence[Sequence[GemvKernel]],
@@ -929,24 +941,33 @@ class PimDevice:
         by_channel = [tuple(per_pc[c * npc:(c + 1) * npc]) for c in range(n_ch)]
         same_streams = all(ch == by_channel[0] for ch in by_channel)
         eng = self._engine
-        # symmetric runs: one channel per class of equivalent channels (channel_classes)
-        cls = reps = perm = None
+        # symmetric runs: one channel per class of equivalent channels (channel_classes),
+        # each simulated with its PCs in round-robin order
+        cls = reps = order = None
         if (self.symmetric is not False and same_streams and n_ch > 1
                 and (self.idle == "closed" or _sync_insensitive(by_channel[0]))):
+            sid = _stream_ids(by_channel[0])
             if self._uniform:
                 cls, reps = np.zeros(n_ch, dtype=np.intp), np.zeros(1, dtype=np.intp)
+                order = np.broadcast_to(np.arange(npc), (n_ch, npc))
             else:
-                cls, reps = self._channel_classes(start)
+                cls, reps, order = self._channel_classes(start, sid if sid.any() else None)
             if reps.size == n_ch:
-                cls = reps = None
+                cls = reps = order = None
         sim = n_ch if cls is None else int(reps.size)
-        if reps is not None and np.any(reps != np.arange(sim)):
-            # the classes' first channels to the front; a permutation, so no state is lost
+        if cls is None:
+            streams = per_pc
+        else:
+            # the classes' first channels to the front (a permutation of the channels, so no
+            # state is lost), their PCs in round-robin order
             rest = np.ones(n_ch, dtype=bool)
             rest[reps] = False
-            perm = np.concatenate([reps, np.flatnonzero(rest)])
-            eng.select_channels(perm)
-        streams = per_pc[:sim * npc]
+            gather = np.concatenate([reps, np.flatnonzero(rest)])
+            gather_pcs = np.tile(np.arange(npc), (n_ch, 1))
+            gather_pcs[:sim] = order[reps]
+            if np.any(gather != np.arange(n_ch)) or np.any(gather_pcs[:sim] != np.arange(npc)):
+                eng.select_channels(gather, gather_pcs)
+            streams = [per_pc[p] for p in order[reps].ravel()]
         # kernel table (de-duplicated descriptor rows) and barrier sets (dense ids)
         rows: dict[tuple, int] = {}
         sets: dict[tuple, int] = {}
@@ -956,16 +977,16 @@ class PimDevice:
         prog_bar: list[int] = []
         done: dict[int, list[int]] = {}  # kernel rows of each stream object (TP: one object)
         for q, s in enumerate(streams):
-            ids = done.get(id(s))
-            if ids is None:
-                ids = done[id(s)] = []
+            kids = done.get(id(s))
+            if kids is None:
+                kids = done[id(s)] = []
                 for k in s:
                     row = tuple(k._row(spec))
                     if row not in rows:
                         rows[row] = len(table)
                         table.append(list(row))
-                    ids.append(rows[row])
-            prog_kern.extend(ids)
+                    kids.append(rows[row])
+            prog_kern.extend(kids)
             for k in s:
                 key = k.barrier_key(q // npc)
                 prog_bar.append(-1 if key is None else sets.setdefault(key, len(sets)))
@@ -1011,23 +1032,29 @@ class PimDevice:
         n = len(prog_kern)
         ks, ke = k_start[:n], k_end[:n]
         if cls is not None:
-            # every channel takes its class's result and final state; a class whose channel
-            # issued nothing left its channels as they were (permuted back)
+            # every channel takes its class's result and final state, its PCs in their own
+            # numbering (PC p of channel c is PC back[c, p] of its class's channel); a class
+            # whose channel issued nothing left its channels as they were
+            back = np.argsort(order, axis=1)
             issued = chc.sum(axis=1) > 0
-            own = np.arange(n_ch) if perm is None else np.argsort(perm)
-            idx = np.where(issued[cls], cls, own)
-            if np.any(idx != np.arange(n_ch)):
-                eng.select_channels(idx)
+            pos = np.argsort(gather)  # where each channel's own state went
+            src = np.where(issued[cls], cls, pos)
+            src_pcs = np.where(issued[cls][:, None], back,
+                               np.argsort(gather_pcs, axis=1)[pos])
+            if np.any(src != np.arange(n_ch)) or np.any(src_pcs != np.arange(npc)):
+                eng.select_channels(src, src_pcs)
             per_ch = chc[cls]
             extra = per_ch.sum(axis=0) - chc.sum(axis=0)
             eng.add_counts(extra, int(extra.sum()))
-            self._uniform = bool((sim == 1 and issued[0]) or (self._uniform and not issued.any()))
+            # every channel now holds the same copy (same PC order): identical states
+            self._uniform = bool((sim == 1 and issued[0] and np.all(back == back[0]))
+                                 or (self._uniform and not issued.any()))
             if log is not None:
-                log = _class_log(log, cls, sim, seq0)
-            slots = int(prog_ptr[npc])  # kernels of one channel (identical streams)
-            busy, finish = (a.reshape(sim, npc)[cls].ravel() for a in (busy, finish))
-            n_ref = n_ref.reshape(sim, npc)[cls].ravel()
-            ks, ke = (a.reshape(sim, slots)[cls].ravel() for a in (ks, ke))
+                log = _class_log(log, cls, order, sim, seq0)
+            take = cls[:, None] * npc + back  # (channel, PC) -> simulated PC
+            busy, finish, n_ref = (a[take].ravel() for a in (busy, finish, n_ref))
+            slots = _csr_rows(prog_ptr, take.ravel())
+            ks, ke = k_start[slots], k_end[slots]
             delta = per_ch.sum(axis=0)
         else:
             self._uniform = self._uniform and same_streams
@@ -1051,6 +1078,23 @@ class PimDevice:
         )
 
 
+def _stream_ids(streams: tuple[tuple[GemvKernel, ...], ...]) -> np.ndarray:
+    """A number per stream, equal for equal streams (compared, not hashed: hashing every
+    kernel of long streams costs more than comparing the few streams of a channel, which
+    are usually one object)."""
+    first: list[tuple[GemvKernel, ...]] = []
+    out = []
+    for x in streams:
+        for j, f in enumerate(first):
+            if x is f or x == f:
+                out.append(j)
+                break
+        else:
+            out.append(len(first))
+            first.append(x)
+    return np.array(out, dtype=np.intp)
+
+
 def _sync_insensitive(channel: tuple[tuple[GemvKernel, ...], ...]) -> bool:
     """Whether, under idle policy "open", a program whose every channel runs these streams
     gives each channel the same commands however many channels are simulated: true without
@@ -1064,10 +1108,12 @@ def _sync_insensitive(channel: tuple[tuple[GemvKernel, ...], ...]) -> bool:
     return not any(k.sync in ("all", "group") for s in channel for k in s)
 
 
-def _class_log(log: np.ndarray, cls: np.ndarray, sim: int, seq0: int) -> np.ndarray:
+def _class_log(log: np.ndarray, cls: np.ndarray, order: np.ndarray, sim: int,
+               seq0: int) -> np.ndarray:
     """The log of every channel from the log of a run that simulated one channel per class
-    (channel i = class i): channel c gets its class's commands, channels in order, numbered
-    from ``seq0`` on as a full simulation without cross-channel barriers numbers them."""
+    (channel i = class i, its PCs in round-robin order): channel c gets its class's commands
+    with its own PC numbers (``order[c]``), channels in order, numbered from ``seq0`` on as a
+    full simulation without cross-channel barriers numbers them."""
     own = [log[log["ch"] == i] for i in range(sim)]
     sizes = np.array([len(own[i]) for i in cls], dtype=np.int64)
     first = seq0 + np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -1075,9 +1121,18 @@ def _class_log(log: np.ndarray, cls: np.ndarray, sim: int, seq0: int) -> np.ndar
     for c, i in enumerate(cls):
         rep = own[i].copy()
         rep["ch"] = c
+        rep["pc"] = order[c][rep["pc"]]
         rep["seq"] = first[c] + np.arange(len(rep))
         parts.append(rep)
     return np.concatenate(parts) if parts else log
+
+
+def _csr_rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Indices of the entries of CSR rows ``rows`` (pointer ``ptr``), concatenated."""
+    lo, hi = ptr[rows], ptr[rows + 1]
+    n = hi - lo
+    out = np.arange(int(n.sum()), dtype=np.int64)
+    return out + np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
 
 
 def _history_horizon(arrays: dict, lay: dict) -> list[np.ndarray]:
