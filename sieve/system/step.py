@@ -212,6 +212,17 @@ class StepBatch:
         return np.repeat(np.arange(self.n_requests), self.tokens)
 
 
+#: How a GPU's PIM units are left between the programs of a step: "closed" = every PC
+#: precharges its banks when its stream ends and refreshes idle time on schedule, as a real
+#: HBM-PIM kernel does when it leaves PIM mode (Samsung PIMSimulator's kernels end with the
+#: HAB_PIM -> HAB -> SB switch, which precharges all banks: shared/reference/
+#: pim-simulators.md, "PIMSimulator"). It also keeps the channels of a GPU equivalent after an
+#: uneven attention program, so TP expert programs simulate one channel per class
+#: (docs/performance.md, "Symmetric runs"; PIM times move by -0.06 % to +0.13 % against
+#: "open").
+PIM_IDLE = "closed"
+
+
 class SystemState:
     """What carries across steps: every GPU's PIM device (refresh and row state), every GPU's
     scheduler estimator (EMA tables) and attention observations, and the clock."""
@@ -230,7 +241,8 @@ class SystemState:
         meth = get_method(options.method)
         self.estimators = [Estimator(est_cost, self.shape, pim=meth.pim_source or "ema",
                                      pim_order=options.pim_order) for _ in range(n_sim)]
-        self.devices = ([PimDevice(system.memory) for _ in range(n_sim)] if system.has_pim
+        self.devices = ([PimDevice(system.memory, idle=PIM_IDLE) for _ in range(n_sim)]
+                        if system.has_pim
                         else [None] * n_sim)
         self.attn_seen: list[dict[str, float]] = [{} for _ in range(n_sim)]
         self._pending: list[list] = [[] for _ in range(n_sim)]
