@@ -324,3 +324,25 @@ def test_validation_section_is_current():
     m = re.search(r"<!-- pimk:begin.*?<!-- pimk:end -->", doc.read_text(), re.DOTALL)
     assert m, "PIM kernels section missing from docs/validation.md"
     assert m.group(0) == mod.section(), f"docs/validation.md PIM section is stale: {mod.CMD}"
+
+
+def test_attention_layout_cache_and_row_placement_change_nothing():
+    """The layouts shared between calls and the cheap row placement give the results of
+    fresh layouts and dataclasses.replace."""
+    from dataclasses import replace
+
+    from sieve.dram.device import GemvKernel
+    from sieve.pim import attention as A
+
+    k = GemvKernel(2, 3, 4, 5, 6, 7, gap_ns=1.5, sync="group", group=2)
+    assert A._at_row(k, 11) == replace(k, base_row=11)
+    assert A._at_row(k, 11).base_row == 11 and k.base_row == 0
+    lens = [300, 41, 1200]
+    first = A.run_attention("b200-hbm3e-pim", "qwen3-30b-a3b", 0, lens)
+    assert A._LAYOUTS
+    again = A.run_attention("b200-hbm3e-pim", "qwen3-30b-a3b", 0, lens)
+    A._LAYOUTS.clear()
+    fresh = A.run_attention("b200-hbm3e-pim", "qwen3-30b-a3b", 0, lens)
+    for r in (again, fresh):
+        assert r.time_ns == first.time_ns and r.score_ns == first.score_ns
+        assert r.pim.command_counts == first.pim.command_counts

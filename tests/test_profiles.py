@@ -431,6 +431,24 @@ def test_ar1_matches_the_recursion():
     np.testing.assert_array_equal(last, x[-1])
 
 
+def test_route_step_of_some_layers_equals_those_columns_of_all():
+    """Routing a subset of the layers gives bit for bit the same routes for them (the step
+    simulator routes only the layers it samples)."""
+    r = SyntheticRouter(RouterShape("toy", 16, 2, (1, 3, 5, 7)), TOY_P, 4)
+    tok, ph = [1, 40, 1, 3], [DECODE, PREFILL, DECODE, PREFILL]
+    full = r.route_step(tok, ph, [5, 9, 2, 8], step=3)
+    part = r.route_step(tok, ph, [5, 9, 2, 8], step=3, layer_ids=[7, 3])
+    assert part.meta.layer_ids == (3, 7) and full.meta.layer_ids == (1, 3, 5, 7)
+    np.testing.assert_array_equal(part.expert_ids, full.expert_ids[:, [1, 3]])
+    np.testing.assert_array_equal(part.request_ids, full.request_ids)
+    c = colocated_batch("hh-rlhf", 8, seed=1, n_prefill=1)
+    np.testing.assert_array_equal(step_trace(c, r, layer_ids=[5]).expert_ids,
+                                  step_trace(c, r).expert_ids[:, [2]])
+    for bad in ([2], [], ["x"], [1, 9]):
+        with pytest.raises(ConfigError, match="layer_ids"):
+            r.route_step(tok, ph, layer_ids=bad)
+
+
 def test_route_step_rejects_bad_input():
     r = SyntheticRouter(TOY, TOY_P, 0)
     for args, match in (

@@ -149,6 +149,30 @@ def test_layer_sampling_keeps_every_layer_type():
     assert np.all(np.diff(picks) > 0)
 
 
+def test_routing_only_the_sampled_layers_changes_nothing():
+    """simulate_run routes only the MoE layers a step samples; a step given the routing of
+    every layer simulates the same layers and gives the same result."""
+    from sieve.model import get_model
+    from sieve.system.step import StepBatch, SystemState, simulate_step
+    from sieve.workload.batch import colocated_batch, step_trace
+    from sieve.workload.router import SyntheticRouter
+
+    cfg = RunConfig(method="sieve", **{**BASE, "layers": 3, "steps": 1, "warmup": 0})
+    model = get_model(cfg.model)
+    batch = colocated_batch(cfg.workload, 6, seed=0, n_prefill=1)
+    router = SyntheticRouter(model.name, seed=0)
+    out = []
+    for layer_ids in (None, [0, 24, 47]):  # _sampled_layers(model, 3)
+        tr = step_trace(batch, router, layer_ids=layer_ids)
+        state = SystemState(model, cfg.resolve_system(), cfg.options())
+        out.append(simulate_step(state, StepBatch(batch.phase, batch.context_tokens,
+                                                  batch.step_tokens, tr.expert_ids,
+                                                  tr.meta.layer_ids)))
+    assert out[0].layers_simulated == out[1].layers_simulated == 3
+    assert out[0].makespan_ns == out[1].makespan_ns
+    assert out[0].busy_ns == out[1].busy_ns
+
+
 def test_a_run_routed_by_an_imported_trace(tmp_path):
     """A saved routing trace (here from the synthetic router) drives the steps: its requests,
     phases and routes; layer sampling picks among the layers it covers."""

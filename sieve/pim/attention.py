@@ -44,7 +44,7 @@ from sieve.errors import ConfigError
 from sieve.hw.calibrations import GpuCalibration
 from sieve.hw.presets import GpuSpec
 from sieve.pim.host import gpu_step
-from sieve.pim.layout import GemvLayout, estimate_kernel_ns, gemv_layout
+from sieve.pim.layout import GemvLayout, estimate_kernel_ns, gemv_layout, spec_key
 
 __all__ = [
     "AttentionPimResult",
@@ -165,6 +165,22 @@ def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str | GpuSpec | Non
     return kernel_time_ns(nbytes, comp, gpu=g, calib=cal, t0_ns=cal.t0_gemm_bf16_s * 1e9)
 
 
+#: Layouts of attention slices, shared by calls: (spec, PCs per slice, operand bytes, GPU
+#: reduction cost, slice shape) -> (score layout, value layout, estimated ns). Layouts are
+#: pure functions of the key; the table is cleared when it grows past _LAYOUTS_MAX.
+_LAYOUTS: dict[tuple, tuple[GemvLayout, GemvLayout, float]] = {}
+_LAYOUTS_MAX = 200_000
+
+
+def _at_row(kernel: GemvKernel, row: int) -> GemvKernel:
+    """``kernel`` with its weights from ``row`` (``dataclasses.replace`` without re-running the
+    validation of fields that did not change; the engine checks that the rows exist)."""
+    out = object.__new__(GemvKernel)
+    out.__dict__.update(kernel.__dict__)
+    out.__dict__["base_row"] = int(row)
+    return out
+
+
 def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,
                   pcs_per_slice: int | None = None, gpu: str | GpuSpec | None = None,
                   calib: GpuCalibration | None = None,
@@ -204,18 +220,21 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
         raise ConfigError(f"PIM attention: pcs_per_slice must divide the {n_pcs} "
                           f"pseudo-channels of {spec.name}, got {pcs_per_slice!r}")
     g = int(g)
-    memo: dict[tuple, tuple[GemvLayout, GemvLayout, float]] = {}
+    if len(_LAYOUTS) > _LAYOUTS_MAX:
+        _LAYOUTS.clear()
+    sk = spec_key(spec)
 
     def layouts(s: AttentionSlice):
-        key = (s.tokens, s.d_k, s.d_v, s.n_q)
-        if key not in memo:
+        key = (sk, g, wb, step.ns_per_byte, s.tokens, s.d_k, s.d_v, s.n_q)
+        hit = _LAYOUTS.get(key)
+        if hit is None:
             kw = {"n_pcs": g, "col_groups": "fast", "weight_bytes": wb,
                   "reduce_ns_per_byte": step.ns_per_byte}
             sc = gemv_layout(spec, s.tokens, s.d_k, s.n_q, **kw)
             va = gemv_layout(spec, s.d_v, s.tokens, s.n_q, **kw)
-            memo[key] = (sc, va, estimate_kernel_ns(spec, sc.kernel)
-                         + estimate_kernel_ns(spec, va.kernel))
-        return memo[key]
+            hit = _LAYOUTS[key] = (sc, va, estimate_kernel_ns(spec, sc.kernel)
+                                   + estimate_kernel_ns(spec, va.kernel))
+        return hit
 
     n_groups = n_pcs // g
     load = np.zeros(n_groups)
@@ -239,7 +258,7 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             nonlocal row
             if row + kernel.rows_used > n_rows:
                 row = 0
-            out = replace(kernel, base_row=row)
+            out = _at_row(kernel, row)
             row += kernel.rows_used
             return out
 

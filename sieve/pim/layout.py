@@ -96,8 +96,13 @@ def _replace(obj, **kw):
 
 
 def spec_key(spec: DramSpec) -> str:
-    """A string identifying every value of a spec (for memo tables keyed by spec)."""
-    return json.dumps(spec.to_dict(), sort_keys=True, default=str)
+    """A string identifying every value of a spec (for memo tables keyed by spec); computed
+    once per spec object (specs are frozen) and kept on it."""
+    key = spec.__dict__.get("_spec_key")
+    if key is None:
+        key = json.dumps(spec.to_dict(), sort_keys=True, default=str)
+        object.__setattr__(spec, "_spec_key", key)
+    return key
 
 
 def _check_int(who: str, name: str, v) -> int:

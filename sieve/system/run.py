@@ -33,7 +33,14 @@ import numpy as np
 from sieve.errors import ConfigError
 from sieve.hw.system import SystemConfig, get_system
 from sieve.model.moe import get_model
-from sieve.system.step import StepBatch, StepOptions, StepResult, SystemState, simulate_step
+from sieve.system.step import (
+    StepBatch,
+    StepOptions,
+    StepResult,
+    SystemState,
+    _sampled_layers,
+    simulate_step,
+)
 from sieve.workload.batch import colocated_batch, decode_batch, step_trace
 from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
 
@@ -218,6 +225,10 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
                               f"{model.n_experts} top-{model.top_k}")
     else:
         router = _router(model, cfg.seed)
+        # route only the MoE layers the steps simulate (the same routes as routing all)
+        moe = set(model.moe_layer_ids)
+        routed = None if opts.layers is None else (
+            [x for x in _sampled_layers(model, opts.layers) if x in moe] or None)
     measured: list[StepResult] = []
     contexts, prefills, processed, requests = [], [], [], []
     for s in range(cfg.warmup + cfg.steps):
@@ -225,7 +236,7 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
             sb, n_dec, n_pre, n_tok = _trace_step(cfg, imported, model, s)
         else:
             batch = _batch_of(cfg, s)
-            trace = step_trace(batch, router, step=s)
+            trace = step_trace(batch, router, step=s, layer_ids=routed)
             sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens,
                            trace.expert_ids, trace.meta.layer_ids)
             n_dec, n_pre, n_tok = batch.n_decode, batch.n_prefill, float(batch.n_tokens)

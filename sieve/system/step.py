@@ -626,7 +626,11 @@ class _Builder:
                               f"{self.full.name!r} (it covers {len(trace_index)} of "
                               f"{len(self._moe)} MoE layers: simulate a sample of them with "
                               "layers=K)")
-        layers = _sampled_layers(self.full, self.o.layers, covered)
+        # the layers a step of the whole model would sample; a routing that lacks one of them
+        # (an imported trace of some layers) samples among the layers it covers instead
+        layers = _sampled_layers(self.full, self.o.layers)
+        if any(x in self._moe and x not in trace_index for x in layers):
+            layers = _sampled_layers(self.full, self.o.layers, covered)
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))

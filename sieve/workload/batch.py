@@ -373,7 +373,7 @@ def colocated_batch(profile: str | Profile, batch_size: int,
 
 
 def step_trace(batch: Batch, router: SyntheticRouter | RouterShape | str, *, step: int = 0,
-               fit: str = "joint") -> RoutingTrace:
+               fit: str = "joint", layer_ids=None) -> RoutingTrace:
     """The routing trace of ONE step of ``batch``: one row per decode request and one per
     prompt token of each prefill request, grouped by request in batch order, with the batch's
     request ids and phases.
@@ -385,6 +385,8 @@ def step_trace(batch: Batch, router: SyntheticRouter | RouterShape | str, *, ste
             ``seed=batch.seed``).
         step: step index (selects the router's streams; :meth:`SyntheticRouter.route_step`).
         fit: preset set when ``router`` is a name or shape ("joint" or "seed").
+        layer_ids: route only these MoE layers (None = all; see
+            :meth:`SyntheticRouter.route_step`).
 
     Returns:
         A one-step :class:`RoutingTrace`; ``meta.extra["workload"]`` records the batch (kind,
@@ -399,4 +401,4 @@ def step_trace(batch: Batch, router: SyntheticRouter | RouterShape | str, *, ste
                           "n_prefill": batch.n_prefill, "n_tokens": batch.n_tokens,
                           "params": dict(batch.params)}}
     return router.route_step(batch.step_tokens, batch.phase, batch.request_ids, step=step,
-                             extra=extra)
+                             extra=extra, layer_ids=layer_ids)

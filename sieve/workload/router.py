@@ -423,6 +423,7 @@ class SyntheticRouter:
         *,
         step: int = 0,
         extra: dict | None = None,
+        layer_ids=None,
     ) -> RoutingTrace:
         """Route ONE step of a mixed batch, each request in its steady state.
 
@@ -441,9 +442,15 @@ class SyntheticRouter:
             request_ids: ``(n,)`` distinct ints >= 0; None = ``0..n-1``.
             step: step index (>= 0), selects the streams.
             extra: JSON-serialisable details merged into ``meta.extra``.
+            layer_ids: route only these MoE layers (model layer ids, members of the shape's
+                ``layer_ids``); None = all. The routes of a layer are the same whether the
+                other layers are routed or not (the random streams are drawn in full; only
+                the top-k of the other layers is skipped), so a step simulator that samples
+                layers asks for just those.
 
         Returns:
-            A one-step :class:`RoutingTrace`; ``meta.seed`` is the router's seed.
+            A one-step :class:`RoutingTrace`; ``meta.seed`` is the router's seed and
+            ``meta.layer_ids`` the layers routed.
         """
         what = "synthetic router step"
         tok, ph = np.asarray(step_tokens), np.asarray(phase)
@@ -464,37 +471,55 @@ class SyntheticRouter:
             raise ConfigError(f"{what}: step must be an int >= 0, got {step!r}")
         p, sh = self.params, self.shape
         L, E, k = sh.n_layers, sh.n_experts, sh.top_k
+        if layer_ids is None:
+            js = np.arange(L)
+        else:
+            pos = {lid: j for j, lid in enumerate(sh.layer_ids)}
+            try:
+                sel = sorted({int(x) for x in layer_ids})
+            except (TypeError, ValueError):
+                raise ConfigError(f"{what}: layer_ids must be layer numbers, got "
+                                  f"{layer_ids!r}") from None
+            bad = [x for x in sel if x not in pos]
+            if bad or not sel:
+                raise ConfigError(f"{what}: layer_ids must be a non-empty subset of the "
+                                  f"model's MoE layers {sh.layer_ids[0]}..{sh.layer_ids[-1]}"
+                                  f" (got {bad[0] if bad else 'none'})")
+            js = np.array([pos[x] for x in sel], dtype=np.int64)
         a, b = p.reuse_rho, math.sqrt(1 - p.reuse_rho**2)
         w_own, w_com = math.sqrt(1 - p.layer_kappa), math.sqrt(p.layer_kappa)
         drift = p.drift_sigma * np.random.default_rng([self.seed, 2, step]).standard_normal((L, E))
         logits = self.base_logits + drift
         offsets = np.concatenate([[0], np.cumsum(tok)]).astype(np.int64)
-        out = np.empty((int(offsets[-1]), L, k), dtype=np.int16)
+        out = np.empty((int(offsets[-1]), js.size, k), dtype=np.int16)
         chunk = max(1, (1 << 22) // (L * E))  # tokens routed at once (~16 MiB of latents)
         single = []  # one-row requests: route them together
         for i in range(tok.size):
             rng = np.random.default_rng([self.seed, 2, step, int(rid[i])])
-            eta_s = rng.standard_normal((L, E), dtype=np.float32)  # stationary latent state
+            # the streams are drawn in full (a layer's routes must not depend on which others
+            # are routed); the AR(1) and the top-k run only on the layers asked for
+            eta_s = rng.standard_normal((L, E), dtype=np.float32)[js]  # stationary state
             com_s = rng.standard_normal(E, dtype=np.float32)
             for start in range(0, int(tok[i]), chunk):
                 c = min(chunk, int(tok[i]) - start)
-                eta, eta_s = _ar1(eta_s, rng.standard_normal((c, L, E), dtype=np.float32), a, b)
+                eps = rng.standard_normal((c, L, E), dtype=np.float32)
+                eta, eta_s = _ar1(eta_s, eps[:, js] if js.size < L else eps, a, b)
                 com, com_s = _ar1(com_s, rng.standard_normal((c, E), dtype=np.float32), a, b)
                 if tok[i] == 1:
                     single.append((i, eta[0], com[0]))
                 else:
                     row = int(offsets[i]) + start
-                    out[row : row + c] = self._route(logits, eta, com, w_own, w_com)
+                    out[row : row + c] = self._route(logits, eta, com, w_own, w_com, js)
         if single:
             rows = offsets[[i for i, _, _ in single]]
             eta = np.stack([e for _, e, _ in single])
             com = np.stack([c for _, _, c in single])
-            out[rows] = self._route(logits, eta, com, w_own, w_com)
+            out[rows] = self._route(logits, eta, com, w_own, w_com, js)
         meta = TraceMeta(
             model=sh.name,
             n_experts=E,
             top_k=k,
-            layer_ids=sh.layer_ids,
+            layer_ids=tuple(sh.layer_ids[j] for j in js),
             source="sieve synthetic router (one step)",
             seed=self.seed,
             extra={
@@ -528,15 +553,17 @@ class SyntheticRouter:
         com = a_rho * com + b_rho * rng.standard_normal(com.shape, dtype=np.float32)
         return eta.astype(np.float32, copy=False), com.astype(np.float32, copy=False)
 
-    def _route(self, logits, eta, com, w_own, w_com) -> np.ndarray:
-        """Top-k ids ``(n, L, k)`` for latents ``eta (n, L, E)``, ``com (n, E)``."""
-        n, L, k = eta.shape[0], self.shape.n_layers, self.shape.top_k
-        out = np.empty((n, L, k), dtype=np.int16)
+    def _route(self, logits, eta, com, w_own, w_com, js=None) -> np.ndarray:
+        """Top-k ids ``(n, len(js), k)`` for latents ``eta (n, len(js), E)`` of the layers at
+        positions ``js`` (default all), ``com (n, E)``."""
+        js = np.arange(self.shape.n_layers) if js is None else js
+        n, k = eta.shape[0], self.shape.top_k
+        out = np.empty((n, len(js), k), dtype=np.int16)
         if n == 0:
             return out
-        for j in range(L):
-            u = w_own * eta[:, j] + w_com * com[:, self.perms[j]] if w_com else eta[:, j]
-            out[:, j] = _topk(_gumbel(u) + logits[j], k)
+        for i, j in enumerate(js):
+            u = w_own * eta[:, i] + w_com * com[:, self.perms[j]] if w_com else eta[:, i]
+            out[:, i] = _topk(_gumbel(u) + logits[j], k)
         return out
 
 
