@@ -370,17 +370,48 @@ def _run_kw(args: argparse.Namespace) -> dict:
             "layers": args.layers, "trace": args.trace}
 
 
-def _progress(i: int, n: int, cfg) -> None:
-    if cfg is None:
-        print(f"[{n}/{n}] done", file=sys.stderr, flush=True)
-    else:
-        print(f"[{i + 1}/{n}] {cfg.model} on {cfg.system}: {cfg.method}, B={cfg.batch}"
-              + (" (colocated)" if cfg.colocated else ""), file=sys.stderr, flush=True)
+def _cache_path(args: argparse.Namespace):
+    """The cache file of a sweep: --cache FILE, none, or <out>/runs/cache.json."""
+    from pathlib import Path
+
+    if args.cache is not None and args.cache.strip().lower() == "none":
+        return None
+    if args.cache is not None:
+        return Path(args.cache)
+    from sieve.experiments.store import STORE_NAME
+
+    return Path(args.out) / STORE_NAME / "cache.json"
+
+
+def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenient: bool):
+    """Check, run (resumably, in the store of --out) and write an experiment; returns the
+    evaluation and the paths written."""
+    from sieve.experiments.cache import read_cache, write_cache
+    from sieve.experiments.store import RunStore
+    from sieve.outputs import check_out_dir
+    from sieve.report.evaluation import evaluate, write_evaluation
+
+    check_out_dir(args.out)  # before any work
+    points = exp.check(source)
+    cache = _cache_path(args)
+    entries: list = []
+    if cache is not None:
+        entries, note = read_cache(cache)
+        if note:
+            print(f"sieve: note: {note}", file=sys.stderr)
+    store = RunStore(args.out)
+    ev = evaluate(points, jobs=args.jobs, scheduler=args.scheduler, store=store,
+                  rerun=args.rerun, cache_entries=entries, progress=True,
+                  experiment=exp.to_dict())
+    if cache is not None and ev.execution is not None:
+        write_cache(cache, entries + ev.execution.cache_entries)
+    paths = write_evaluation(ev, args.out, command=command, lenient=lenient)
+    return ev, paths
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from sieve.experiments.config import main_experiment, paper_experiment
     from sieve.outputs import check_out_dir
-    from sieve.report.evaluation import evaluate, paper_points, sweep_points, write_evaluation
     from sieve.sched.methods import METHODS_MAIN, get_method
     from sieve.system import setups
 
@@ -389,7 +420,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                [get_method(m).name for m in _split_list(args.methods, "--methods")])
     kw = _run_kw(args)
     if args.paper:
-        points = paper_points(methods, **kw)
+        exp = paper_experiment(methods, **kw)
     else:
         model = args.model or setups.MAIN.model
         system = args.system or (setups.MAIN.system if args.model is None else
@@ -400,20 +431,184 @@ def _cmd_run(args: argparse.Namespace) -> int:
             system = DEFAULT_SYSTEM
         batches = (_int_list(args.batch, "--batch") if args.batch else
                    list(setups.MAIN_BATCHES))
-        points = sweep_points(model, system, methods, batches, timeline_method="sieve",
-                              channel_batch=max(batches), **kw)
-    ev = evaluate(points, progress=_progress)
-    paths = write_evaluation(ev, args.out)
+        exp = main_experiment(model, system, methods, batches, **kw)
+    ev, paths = _execute(exp, args, command="run", source="sieve run", lenient=False)
+    _print_rows(ev.runs)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def _print_rows(runs) -> None:
     cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
             "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
     print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
           f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}")
-    for r in ev.runs:
+    for r in runs:
         v = [r[c] for c in cols]
         print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
               f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}%"
               + ("  colocated" if r["colocated"] else ""))
+
+
+def _field_value(name: str, text: str, flag: str):
+    """A command-line value for a run field, typed by the field (sieve.experiments.config)."""
+    from sieve.experiments.config import RUN_FIELDS
+
+    if name not in RUN_FIELDS:
+        raise ConfigError(f"{flag} {name}: unknown run field (valid: {', '.join(RUN_FIELDS)})")
+    typ, optional = RUN_FIELDS[name]
+    t = text.strip()
+    if optional and t.lower() in ("none", "null", "all" if name == "layers" else "none"):
+        return None
+    if typ is bool:
+        if t.lower() not in ("true", "false"):
+            raise ConfigError(f"{flag} {name}={text}: expected true or false")
+        return t.lower() == "true"
+    if typ is int:
+        v = parse_int(t)
+        if v is None:
+            raise ConfigError(f"{flag} {name}={text}: expected an integer")
+        return v
+    if typ is float:
+        if not (t.isascii() and _FLOAT.match(t)):
+            raise ConfigError(f"{flag} {name}={text}: expected a number")
+        return float(t)
+    if typ is dict:
+        raise ConfigError(f"{flag} {name}: give system_overrides in a sweep file")
+    return t
+
+
+def _sweep_changes(args: argparse.Namespace):
+    base, grid = {}, {}
+    for item in args.set or []:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE")
+        if k.strip() in base:
+            raise ConfigError(f"--set {k.strip()}: given twice")
+        base[k.strip()] = _field_value(k.strip(), v, "--set")
+    for item in args.grid or []:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise ConfigError(f"--grid {item!r}: expected FIELD=V1,V2,...")
+        if k.strip() in grid:
+            raise ConfigError(f"--grid {k.strip()}: given twice")
+        vals = [x.strip() for x in v.split(",")]
+        if not v.strip() or any(not x for x in vals):
+            raise ConfigError(f"--grid {item!r}: malformed list (comma-separated values)")
+        grid[k.strip()] = [_field_value(k.strip(), x, "--grid") for x in vals]
+    return base, grid
+
+
+def _experiment_of(args: argparse.Namespace, target: str | None):
+    """The sweep of ``sieve sweep`` / ``sieve profile``: a sweep file, or a run config file
+    (one point), or nothing (all from --set / --grid), with --set / --grid applied. Returns
+    (experiment, source name)."""
+    from sieve.experiments.config import ExperimentConfig
+
+    base, grid = _sweep_changes(args)
+    if target is None:
+        exp, source = ExperimentConfig(), "command line"
+    else:
+        exp, source = _load_target(target), str(target)
+    if base or grid or target is None:
+        exp = exp.with_changes(base, grid, source if not (base or grid) else
+                               f"{source} with --set/--grid")
+    return exp, source
+
+
+def _load_target(target: str):
+    """A sweep file, or a run config file (RunConfig fields as JSON, or a run file of a
+    store, whose ``point.run`` is one) as a one-point sweep."""
+    import json
+    from pathlib import Path
+
+    from sieve.experiments.config import RUN_FIELDS, ExperimentConfig, load_experiment
+    from sieve.validate import read_text
+
+    p = Path(target)
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(read_text(p, "sweep file"))
+        except (ValueError, RecursionError):
+            data = None  # load_experiment names the problem
+        if isinstance(data, dict) and isinstance(data.get("point"), dict) and isinstance(
+                data["point"].get("run"), dict):
+            data = data["point"]["run"]  # a run file of a store
+        if isinstance(data, dict) and data and set(data) <= set(RUN_FIELDS):
+            return ExperimentConfig.from_dict({"runs": [data]}, str(target))
+    return load_experiment(p)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from sieve.outputs import check_out_dir
+
+    check_out_dir(args.out)  # before any work
+    exp, source = _experiment_of(args, args.file)
+    if args.dry_run:
+        from sieve.experiments.config import run_id
+        from sieve.experiments.store import RunStore
+
+        points = exp.check(source)
+        import os
+
+        have = set()
+        if os.path.isdir(os.path.join(args.out, "runs")):
+            have = set(RunStore(args.out).ids())
+        for i, p in enumerate(points):
+            rid = run_id(p)
+            print(f"{i:>4} {rid} {'finished' if rid in have else 'to run  '} {p.describe()}")
+        print(f"{len(points)} run(s); experiment id {exp.experiment_id(source)}")
+        return 0
+    ev, paths = _execute(exp, args, command="sweep", source=source, lenient=True)
+    print(f"{len(ev.runs)} run(s) -> {args.out}")
     for p in paths:
+        print(p)
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from sieve.experiments.profiling import profile_points, speedscope_json
+    from sieve.outputs import check_out_dir, write_run
+    from sieve.report.evaluation import evaluation_of, tables, write_evaluation
+
+    check_out_dir(args.out)  # before any work
+    target = args.target
+    if target in ("main", "paper"):
+        from sieve.experiments.config import main_experiment, paper_experiment
+        from sieve.sched.methods import METHODS_MAIN
+        from sieve.system import setups
+
+        kw = {"steps": 1, "warmup": 1, "layers": 4}  # the `sieve run` defaults
+        exp = (paper_experiment(list(METHODS_MAIN), **kw) if target == "paper" else
+               main_experiment(setups.MAIN.model, setups.MAIN.system, list(METHODS_MAIN),
+                               list(setups.MAIN_BATCHES), **kw))
+        base, grid = _sweep_changes(args)
+        if base or grid:
+            exp = exp.with_changes(base, grid, f"{target} with --set/--grid")
+        source = f"sieve run{' --paper' if target == 'paper' else ''}"
+    else:
+        exp, source = _experiment_of(args, target)
+    points = exp.check(source)
+    if args.limit is not None:
+        points = points[:args.limit]
+
+    def finish(records, folder):
+        ev = evaluation_of(records, exp.to_dict())
+        write_evaluation(ev, folder, command="profile", lenient=True)
+        return ev
+
+    rep = profile_points(points, cprofile=not args.no_cprofile, top=args.top, finish=finish)
+    text = rep.text()
+    print(f"profile of {source}" + (f" (first {len(points)} points)" if args.limit else ""))
+    print(text, end="")
+    files = {"profile.txt": text, "stages.csv": rep.stages_csv(),
+             "profile.speedscope.json": speedscope_json(rep.times, f"sieve profile {source}")}
+    if rep.pstats_bytes is not None:
+        files["profile.pstats"] = rep.pstats_bytes
+    files.update(tables(rep.evaluation))
+    for p in write_run(args.out, files, command="profile"):
         print(p)
     return 0
 
@@ -469,6 +664,18 @@ def _add_run_flags(p) -> None:
                    "spread evenly and scaled (default 4), or 'all' (exact, slower)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "
                    "(.npz, sieve.workload.trace) instead of the model's synthetic router")
+
+
+def _add_exec_flags(p) -> None:
+    p.add_argument("--jobs", type=_int_type(1, 4096), default=None, help="worker processes "
+                   "(default: the CPUs this process may use; 1 runs in this process)")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="run on this "
+                   "Dask cluster instead of local processes (pip install '.[dask]')")
+    p.add_argument("--rerun", action="store_true", help="simulate every point again, even "
+                   "those finished in the runs/ store of --out")
+    p.add_argument("--cache", default=None, metavar="FILE|none", help="cache file of shared "
+                   "work (GEMV layout choices), loaded first and updated at the end (default "
+                   "OUT/runs/cache.json; none: no cache file)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -603,8 +810,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper", action="store_true", help="seed Figures 9-11 in full (three "
                    "models, B = 1..256, colocated batches)")
     _add_run_flags(p)
-    p.add_argument("--out", default="sieve-out", help="output folder (default sieve-out)")
+    p.add_argument("--out", default="sieve-out", help="output folder (default sieve-out); "
+                   "finished runs are kept in its runs/ store and reused by a later run")
+    _add_exec_flags(p)
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("sweep", help="run a sweep file (grid and list sweeps over run fields; "
+                       "TOML or JSON) resumably on local processes or a Dask cluster",
+                       description="Run the points of a sweep file (docs/user-guide.md, "
+                       "'Sweeps'): each finished run is kept in OUT/runs/ (a killed sweep "
+                       "re-run skips them), then runs.csv, config.json and the figures are "
+                       "written into OUT.")
+    p.add_argument("file", nargs="?", default=None, help="sweep file (.toml or .json), or a "
+                   "run config (.json); omit to give every field with --set / --grid")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="set a run field "
+                   "for every point, e.g. --set steps=2 (repeatable)")
+    p.add_argument("--grid", action="append", metavar="FIELD=V1,V2,...", help="a grid axis "
+                   "(replaces the file's axis of that field), e.g. --grid batch=1,8,64")
+    p.add_argument("--dry-run", action="store_true", help="list the points, their run ids "
+                   "and whether they are finished in --out; run nothing")
+    p.add_argument("--out", default="sweep-out", help="output folder (default sweep-out)")
+    _add_exec_flags(p)
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("profile", help="where the time of a run or sweep goes: per stage, "
+                       "cProfile top functions, engine commands per second; writes "
+                       "profile.pstats and a speedscope timeline",
+                       description="Run the points in this process with stage timers (and "
+                       "cProfile), print the report, and write profile.txt, stages.csv, "
+                       "profile.pstats (python -m pstats, snakeviz) and "
+                       "profile.speedscope.json (speedscope.app) into --out.")
+    p.add_argument("target", help="a sweep file, a run config (.json: RunConfig fields, or a "
+                   "run file of a runs/ store), 'main' (the points of `sieve run`) or 'paper' "
+                   "(`sieve run --paper`)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="set a run field "
+                   "for every point (repeatable)")
+    p.add_argument("--grid", action="append", metavar="FIELD=V1,V2,...",
+                   help="a grid axis (replaces the target's axis of that field)")
+    p.add_argument("--limit", type=_int_type(1), default=None,
+                   help="profile only the first N points")
+    p.add_argument("--top", type=_int_type(1, 1000), default=25,
+                   help="cProfile functions listed (default 25)")
+    p.add_argument("--no-cprofile", action="store_true", help="stage timers only (cProfile's "
+                   "overhead inflates the Python-heavy stages)")
+    p.add_argument("--out", default="profile-out", help="output folder (default profile-out)")
+    p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("timeline", help="one simulated step as a Gantt chart of the lanes of "
                        "GPU 0 (link, GPU compute, HBM, PIM), with its tables")
@@ -629,6 +879,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
     args = None
+    import signal
+    import threading
+
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         parser = build_parser()
         try:
@@ -644,13 +900,26 @@ def main(argv: list[str] | None = None) -> int:
               f"memory than this machine has (lower the sizes, or see SIEVE_MEMORY_LIMIT in the "
               f"user guide)", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # Ctrl-C, also inside the engine's compiled loops (they let SIGINT through): result
-        # files are written only once complete (sieve.outputs), so none is left behind
-        print("sieve: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C (or SIGTERM), also inside the engine's compiled loops (they let signals
+        # through): result files are written only once complete (sieve.outputs), so none is
+        # left behind; a sweep keeps the runs that finished (OUT/runs) for its next start
+        print("sieve: interrupted" + (" (SIGTERM)" if isinstance(exc, _Terminated) else ""),
+              file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
     except BrokenPipeError:  # e.g. `sieve specs | head`
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (workers stopped, nothing half-written)."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()

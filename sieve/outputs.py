@@ -15,6 +15,15 @@ Two writers, and nothing in sieve writes a file any other way:
   replaces one file: written
   to a temporary file in the same folder, renamed into place when complete.
 
+A run folder may also hold **stores**: subfolders of small per-item files that outlive the
+replacement of the folder (``sieve sweep`` keeps each finished run in ``runs/``, see
+:mod:`sieve.experiments.store`). A store is recognised by its marker file (:data:`STORE_MARKER`,
+format :data:`STORE_FORMAT`) and holds only files of the names :func:`store_name_ok` accepts;
+:func:`check_out_dir` accepts a folder holding such stores (also one with no manifest yet: a
+sweep killed before its end), and a new run folder swapped in carries every store of the folder
+it replaces (hard links, copies where the filesystem has none), so finished runs are never lost
+and never mixed with foreign files.
+
 Files are created with mode ``0666 & ~umask`` and folders with ``0777 & ~umask``, as any other
 program's files (``tempfile`` would make them private). Every filesystem failure becomes one
 :class:`~sieve.errors.OutputError` line naming the path and the reason.
@@ -26,6 +35,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator, Mapping
@@ -38,9 +48,13 @@ __all__ = [
     "MANIFEST",
     "MANIFEST_FORMAT",
     "RunFolder",
+    "STORE_FORMAT",
+    "STORE_MARKER",
     "atomic_write",
     "check_out_dir",
     "open_run",
+    "open_store",
+    "store_name_ok",
     "write_bytes",
     "write_json",
     "write_run",
@@ -51,6 +65,13 @@ __all__ = [
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "sieve-run"
 MANIFEST_VERSION = 1
+#: Marker file of a store subfolder, and its format name.
+STORE_MARKER = "store.json"
+STORE_FORMAT = "sieve-store"
+#: Names a store may hold besides its marker: items keyed by a hex digest, the store's cache
+#: file, and the temporary files of an interrupted atomic write (removed when seen).
+_STORE_ITEM = re.compile(r"(?:[0-9a-f]{8,64}|cache)\.json\Z")
+_TMP_NAME = re.compile(r"\..+\.[0-9a-f]{8}\.tmp\Z")
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,13 +202,83 @@ def _previous_run_files(p: Path) -> set[str] | None:
     return set(files) | {MANIFEST}
 
 
+def store_name_ok(name: str) -> bool:
+    """Whether a store may hold a file of this name (its marker, ``<hex>.json`` items,
+    ``cache.json``, or a temporary file of an interrupted atomic write)."""
+    return name == STORE_MARKER or bool(_STORE_ITEM.match(name) or _TMP_NAME.match(name))
+
+
+def _is_store(p: Path) -> bool:
+    """Whether ``p`` is a store folder (a marker of the store format; no symlink)."""
+    if p.is_symlink() or not p.is_dir():
+        return False
+    try:
+        m = json.loads((p / STORE_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(m, dict) and m.get("format") == STORE_FORMAT
+
+
+def _store_foreign(p: Path) -> list[str]:
+    """Entries of a store that sieve did not write (anything but plain files of its names)."""
+    out = []
+    for e in sorted(os.listdir(p)):
+        q = p / e
+        if not store_name_ok(e) or q.is_symlink() or not q.is_file():
+            out.append(f"{p.name}/{e}")
+    return out
+
+
+def _stores(p: Path) -> list[str]:
+    """Names of the store subfolders of folder ``p``."""
+    try:
+        return [e for e in sorted(os.listdir(p)) if _is_store(p / e)]
+    except OSError:
+        return []
+
+
+def open_store(folder: str | os.PathLike, name: str, *, flag: str = "--out",
+               what: str = "") -> Path:
+    """Create (or reuse) the store ``folder/name`` and return its path; an existing store's
+    temporary files (of an interrupted write) are removed. Call :func:`check_out_dir` on
+    ``folder`` first.
+
+    Raises:
+        OutputError: ``folder/name`` exists and is not a store, holds files sieve did not
+            write, or cannot be created.
+    """
+    name = _check_name(name)
+    p = _as_path(folder, flag) / name
+    try:
+        if p.exists() or p.is_symlink():
+            if not _is_store(p):
+                raise OutputError(f"{flag} {str(p.parent)!r}: {name!r} exists and is not a "
+                                  "sieve store; give a new or empty folder")
+            foreign = _store_foreign(p)
+            if foreign:
+                raise OutputError(f"{flag} {str(p.parent)!r}: holds files sieve did not write "
+                                  f"({', '.join(foreign[:3])}); give a new or empty folder")
+            for e in os.listdir(p):
+                if _TMP_NAME.match(e):
+                    with contextlib.suppress(OSError):
+                        os.unlink(p / e)
+            return p
+        p.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(p, 0o777)
+    except OSError as exc:
+        raise _fail(p, exc) from None
+    marker = {"format": STORE_FORMAT, "version": 1, "what": what}
+    write_text(p / STORE_MARKER, json.dumps(marker, indent=2, sort_keys=True) + "\n")
+    return p
+
+
 def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
     """Check, before a run computes anything, that its results can go to ``out_dir``.
 
     Accepted: a folder that does not exist yet (its missing parents are created when the run is
     written), an empty folder, or the folder of an earlier sieve run (it has a
-    ``manifest.json`` listing every file in it); the folder it would be created in must be
-    writable.
+    ``manifest.json`` listing every file in it), each possibly holding stores (module doc)
+    that hold only sieve's files; the folder it would be created in must be writable.
 
     Returns:
         The absolute path.
@@ -209,7 +300,11 @@ def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
             entries = sorted(os.listdir(p))
             if entries:
                 known = _previous_run_files(p)
-                foreign = [e for e in entries if known is None or e not in known]
+                stores = set(_stores(p))
+                foreign = [e for e in entries if e not in stores and (known is None
+                                                                       or e not in known)]
+                for e in sorted(stores):
+                    foreign += _store_foreign(p / e)
                 if foreign:
                     shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
                     raise OutputError(
@@ -295,6 +390,13 @@ class RunFolder:
             raise ConfigError("run folder: already committed or discarded")
         manifest = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
                     "command": self.command, "files": dict(sorted(self._files.items()))}
+        carried = _stores(self.target) if self.target.is_dir() else []
+        clash = sorted(set(carried) & set(self._files))
+        if clash:
+            raise ConfigError(f"run folder: {clash[0]!r} is a store of {str(self.target)!r} "
+                              "and cannot be replaced by a file")
+        if carried:
+            manifest["stores"] = carried
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         try:
             with open(self._tmp / MANIFEST, "xb") as fh:
@@ -302,6 +404,8 @@ class RunFolder:
                 fh.flush()
                 os.fsync(fh.fileno())
             check_out_dir(self.target, flag=self.flag)  # still ours to replace?
+            for name in carried:
+                self._carry(name)
             self._swap()
         except OSError as exc:
             raise _fail(self.target, exc) from None
@@ -309,6 +413,18 @@ class RunFolder:
         self._created = []
         self.paths = [self.target / n for n in self._files] + [self.target / MANIFEST]
         return self.paths
+
+    def _carry(self, name: str) -> None:
+        """Link (or copy) the store ``name`` of the target into the new folder."""
+        src, dst = self.target / name, self._tmp / name
+        os.mkdir(dst, 0o777)
+        for e in sorted(os.listdir(src)):
+            if _TMP_NAME.match(e):
+                continue
+            try:
+                os.link(src / e, dst / e)
+            except OSError:  # no hard links here (or another filesystem): copy
+                shutil.copy2(src / e, dst / e)
 
     def _swap(self) -> None:
         tmp, target = self._tmp, self.target

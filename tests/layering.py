@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: package -> the packages it may import (besides itself). "base" = errors, validate, outputs.
 ALLOWED: dict[str, frozenset[str]] = {
-    "base": frozenset(),
+    "base": frozenset(),  # errors, validate, outputs, stages
     "_dram": frozenset(),
     "dram": frozenset({"base", "_dram"}),
     "model": frozenset({"base"}),
@@ -26,8 +26,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "pim": frozenset({"base", "dram", "model", "hw"}),
     "sched": frozenset({"base", "dram", "model", "workload", "hw", "pim"}),
     "system": frozenset({"base", "dram", "model", "workload", "hw", "pim", "sched"}),
-    "experiments": frozenset({"base", "dram", "model", "workload", "hw", "pim", "sched",
-                              "system"}),
+    # experiments reads sieve.__version__ (root) for its run files and cache
+    "experiments": frozenset({"root", "base", "dram", "model", "workload", "hw", "pim",
+                              "sched", "system"}),
     "report": frozenset({"base", "dram", "model", "workload", "hw", "pim", "sched", "system",
                          "experiments"}),
     # offline fits: may read anything they fit, but nothing at run time may import them
@@ -37,7 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),
     "root": frozenset(),
 }
-BASE_MODULES = ("errors", "validate", "outputs")
+BASE_MODULES = ("errors", "validate", "outputs", "stages")
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -201,7 +201,7 @@ def test_a_run_routed_by_an_imported_trace(tmp_path):
 
 
 def test_paper_points_cover_figures_9_to_11():
-    from sieve.report.evaluation import paper_points
+    from sieve.experiments.points import paper_points
     from sieve.sched.methods import METHODS_MAIN
     from sieve.system import setups
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from sieve.errors import ConfigError
 from sieve.hw.system import SystemConfig, get_system
 from sieve.model.moe import get_model
+from sieve.stages import stage
 from sieve.system.step import (
     StepBatch,
     StepOptions,
@@ -44,7 +45,7 @@ from sieve.system.step import (
 from sieve.workload.batch import colocated_batch, decode_batch, step_trace
 from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
 
-__all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run"]
+__all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_key"]
 
 #: Columns of a run row, in table order.
 RUN_COLUMNS = (
@@ -202,8 +203,22 @@ def _trace_step(cfg: RunConfig, trace, model, s: int):
     return sb, n_dec, int(is_pre.sum()), float(tokens.sum())
 
 
-def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
-    """Simulate ``cfg.warmup + cfg.steps`` steps and summarise the measured ones."""
+def step_input_key(cfg: RunConfig, step: int) -> tuple:
+    """What a synthetic step's batch and routing depend on (not the system or the method;
+    ``layers`` picks the MoE layers routed):
+    the key of :func:`simulate_run`'s ``inputs`` memo."""
+    return (cfg.model, cfg.workload, cfg.batch, cfg.colocated, cfg.n_prefill, cfg.seed,
+            cfg.layers, int(step))
+
+
+def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
+                 inputs: MutableMapping | None = None) -> RunResult:
+    """Simulate ``cfg.warmup + cfg.steps`` steps and summarise the measured ones.
+
+    ``inputs``: a memo of synthetic steps' batches and routing, shared by runs that differ only
+    in system, method or options (keyed by :func:`step_input_key`; e.g. an LRU dict of a worker
+    process): a step found there is not drawn and routed again. The values are the same
+    either way (deterministic in the key), so results do not depend on it."""
     if not isinstance(cfg, RunConfig):
         raise ConfigError("simulate_run: expected a RunConfig")
     model = get_model(cfg.model)
@@ -232,14 +247,21 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False) -> RunResult:
     measured: list[StepResult] = []
     contexts, prefills, processed, requests = [], [], [], []
     for s in range(cfg.warmup + cfg.steps):
-        if imported is not None:
-            sb, n_dec, n_pre, n_tok = _trace_step(cfg, imported, model, s)
-        else:
-            batch = _batch_of(cfg, s)
-            trace = step_trace(batch, router, step=s, layer_ids=routed)
-            sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens,
-                           trace.expert_ids, trace.meta.layer_ids)
-            n_dec, n_pre, n_tok = batch.n_decode, batch.n_prefill, float(batch.n_tokens)
+        with stage("trace"):
+            if imported is not None:
+                sb, n_dec, n_pre, n_tok = _trace_step(cfg, imported, model, s)
+            else:
+                key = step_input_key(cfg, s) if inputs is not None else None
+                got = inputs.get(key) if key is not None else None
+                if got is None:
+                    batch = _batch_of(cfg, s)
+                    trace = step_trace(batch, router, step=s, layer_ids=routed)
+                    sb = StepBatch(batch.phase, batch.context_tokens, batch.step_tokens,
+                                   trace.expert_ids, trace.meta.layer_ids)
+                    got = (sb, batch.n_decode, batch.n_prefill, float(batch.n_tokens))
+                    if key is not None:
+                        inputs[key] = got
+                sb, n_dec, n_pre, n_tok = got
         res = simulate_step(state, sb)
         if s >= cfg.warmup:
             measured.append(res)

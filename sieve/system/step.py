@@ -67,6 +67,7 @@ from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, Partition
+from sieve.stages import count, enabled, stage
 from sieve.system.dag import Schedule, Task
 from sieve.system.ops import (
     expert_shape,
@@ -515,13 +516,15 @@ class _Builder:
             # the device starts on its next tick: count from the task's start
             dur = r.total_ns + ((r.pim.start_ns - start) if r.pim is not None else 0.0)
             st._push(g, start + dur, "attention", (lt, dur))
+            self._count_pim(r.pim)
             if g == 0 and r.pim is not None:
                 self.channels.append({"kind": "attention", "layer": layer, "mb": mb,
                                       "start_ns": start, "end_ns": start + dur,
                                       "pc_busy_ns": r.pim.pc_busy_ns.copy()})
             return dur
 
-        return self.sched.add(Task("attn", (f"pim{g}",), run, deps=deps, priority=prio,
+        return self.sched.add(Task("attn", (f"pim{g}",), _in_stage("pim", run), deps=deps,
+                                   priority=prio,
                                    info=self._info(g, layer, mb, "pim")))
 
     def _decider(self, g, layer, li, mb, local, join, disp, copies, prio):
@@ -576,7 +579,7 @@ class _Builder:
                                            info=self._info(g, layer, mb, "pim"))))
             sched.release(join, done or [task])
 
-        return decide
+        return _in_stage("scheduling", decide)
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
@@ -605,13 +608,23 @@ class _Builder:
             # visible to the scheduler when the program has ended
             st._push(g, r.pim.start_ns + r.total_ns, "experts",
                      (r.tokens, own, part.mapping, part.pcs_per_expert, max(paid, 0.0)))
+            self._count_pim(r.pim)
             if g == 0:
                 self.channels.append({"kind": "experts", "layer": layer, "mb": mb,
                                       "start_ns": start, "end_ns": start + dur,
                                       "pc_busy_ns": r.pim.pc_busy_ns.copy()})
             return dur
 
-        return run
+        return _in_stage("pim", run)
+
+    def _count_pim(self, res) -> None:
+        """Profiling counters: engine commands reported and actually simulated."""
+        if res is not None and enabled():
+            n = sum(res.command_counts.values())
+            count("pim_programs", 1)
+            count("pim_commands", n)
+            count("pim_commands_simulated",
+                  n * res.simulated_channels / self.sys.memory.org.total_channels)
 
     # ---- the step ------------------------------------------------------------------------------
     def run(self) -> StepResult:
@@ -635,18 +648,21 @@ class _Builder:
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
         prev = {mb: [start] * self.n_sim for mb in range(self.o.microbatches)}
-        for i, layer in enumerate(layers):
-            for mb in range(self.o.microbatches):
-                prev[mb] = self.layer(trace_index.get(layer, -1), layer, mb, prev[mb],
-                                      prio=2 * i + mb)
-        last_layer = [t for mb in prev for t in prev[mb]]
-        for g in range(self.n_sim):
-            reqs = np.flatnonzero(self.req_gpu == g)
-            op = lm_head_op(self.full, int(reqs.size), self.n_gpus if self.tp else 1)
-            self.gpu_tasks("lm_head", [op], g, [prev[mb][g] for mb in prev], -1, -1, 10 ** 6)
+        with stage("dag"):
+            for i, layer in enumerate(layers):
+                for mb in range(self.o.microbatches):
+                    prev[mb] = self.layer(trace_index.get(layer, -1), layer, mb, prev[mb],
+                                          prio=2 * i + mb)
+            last_layer = [t for mb in prev for t in prev[mb]]
+            for g in range(self.n_sim):
+                reqs = np.flatnonzero(self.req_gpu == g)
+                op = lm_head_op(self.full, int(reqs.size), self.n_gpus if self.tp else 1)
+                self.gpu_tasks("lm_head", [op], g, [prev[mb][g] for mb in prev], -1, -1,
+                               10 ** 6)
         # shift: every task of this step starts at the state's clock
         self._shift()
-        self.sched.run()
+        with stage("list_scheduling"):
+            self.sched.run()
         res = self._result(layers, last_layer)
         st.now_ns = self.t0 + res.makespan_ns
         st.steps += 1
@@ -677,6 +693,17 @@ class _Builder:
                           partitions=self.parts, pim_channels=self.channels,
                           decode_tokens=dec + int(pre.sum()),
                           prefill_tokens=int(b.tokens[pre].sum()))
+
+
+def _in_stage(name: str, fn):
+    """``fn`` timed as stage ``name`` when profiling (sieve.stages)."""
+    st = stage(name)
+
+    def timed(*args):
+        with st:
+            return fn(*args)
+
+    return timed
 
 
 def _dense_shape(model):
