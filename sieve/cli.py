@@ -395,6 +395,7 @@ def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenien
     points = exp.check(source)
     cache = _cache_path(args)
     entries: list = []
+    note = ""
     if cache is not None:
         entries, note = read_cache(cache)
         if note:
@@ -403,8 +404,9 @@ def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenien
     ev = evaluate(points, jobs=args.jobs, scheduler=args.scheduler, store=store,
                   rerun=args.rerun, cache_entries=entries, progress=True,
                   experiment=exp.to_dict())
-    if cache is not None and ev.execution is not None:
-        write_cache(cache, entries + ev.execution.cache_entries)
+    learned = ev.execution.cache_entries if ev.execution is not None else []
+    if cache is not None and (learned or note or not cache.exists()):
+        write_cache(cache, entries + learned)
     paths = write_evaluation(ev, args.out, command=command, lenient=lenient)
     return ev, paths
 

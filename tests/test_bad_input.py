@@ -116,9 +116,44 @@ def files(tmp_path_factory) -> Path:
     w("sys_overrides.json", {"base": "1xb200", "overrides": [1]})
     w("sys_gpu5.json", {"base": "8xb200", "gpu": 5})
     w("sys_three.toml", 'base = "8xb200"\nn_gpus = 3\n')
+    # sweep files (sieve sweep): one field broken in each
+    ok = 'model = "qwen3-30b-a3b"\nsystem = "1xb200"\n'
+    for name, text in {
+        "sw_syntax.toml": "[base\nmodel = 1\n",
+        "sw_topkey.toml": f"[base]\n{ok}[gird]\nbatch = [1]\n",
+        "sw_field.toml": f"[base]\n{ok}[grid]\nbatches = [1, 2]\n",
+        "sw_type.toml": f"[base]\n{ok}[grid]\nbatch = [1, \"x\"]\n",
+        "sw_range.toml": f"[base]\n{ok}[grid]\nbatch = [4, 0]\n",
+        "sw_notlist.toml": f"[base]\n{ok}[grid]\nbatch = 4\n",
+        "sw_empty.toml": f"[base]\n{ok}[grid]\nmethod = []\n",
+        "sw_twice.toml": f"[base]\n{ok}[grid]\nbatch = [4, 4]\n",
+        "sw_list_in_base.toml": f"[base]\n{ok}batch = [1, 2]\n",
+        "sw_method.toml": f"[base]\n{ok}[grid]\nmethod = [\"sieve\", \"fast\"]\n",
+        "sw_model.toml": "[base]\nmodel = \"nope\"\nsystem = \"1xb200\"\n",
+        "sw_nosystem.toml": "[base]\nmodel = \"qwen3-30b-a3b\"\n",
+        "sw_ep.toml": "[base]\nmodel = \"gpt-oss-20b\"\nsystem = \"{S3}\"\n",
+        "sw_runs.toml": f"[base]\n{ok}runs = 3\n",
+        "sw_run_vs_grid.toml": f"[base]\n{ok}[grid]\nbatch = [1]\n[[runs]]\nbatch = 2\n",
+        "sw_record.toml": f"[base]\n{ok}[record]\ngantt = true\n",
+        "sw_bool.toml": f"[base]\n{ok}colocated = \"yes\"\n",
+        "sw_prefill.toml": f"[base]\n{ok}colocated = true\nbatch = 2\nn_prefill = 5\n",
+        "sw_overrides.toml": f"[base]\n{ok}[base.system_overrides]\nn_gpus = [1]\n",
+        "sw_seed.toml": f"[base]\n{ok}seed = -1\n",
+        "sw_array.json": "[1, 2]",
+        "sw_format.json": json.dumps({"format": "other", "base": {}}),
+        "sw_deep.json": "[" * 100000 + "]" * 100000,
+        "sw_latin1.toml": "[base]\nmodel = \"caf\xe9\"\n".encode("latin-1"),
+        "sweep.yaml": "base: {}\n",
+        "not_a_cache.json": '{"my": "notes"}',
+    }.items():
+        if isinstance(text, str):
+            text = text.replace("{S3}", str(d / "sys_three.toml").replace("\\", "/"))
+        w(name, text)
     # output folders
     w("existing_file", "x")
     w("foreign/notes.txt", "my notes")
+    w("foreign_store/runs/store.json", {"format": "sieve-store", "version": 1})
+    w("foreign_store/runs/notes.txt", "my notes")
     return d
 
 
@@ -337,6 +372,60 @@ ROWS = [
     (["schedule", "--batch", "4"], "the following arguments are required: --model"),
     (["roofline", "--model", "qwen3-30b-a3b", "--batch", "4", "--context", str(10**20),
       "--out", "{OUT}"], "argument --context"),
+    # ---- sweep (and run / profile with the same executor) ------------------------------
+    (["sweep", "{F}/sw_syntax.toml", "--out", "{OUT}"], "sw_syntax.toml': not valid TOML"),
+    (["sweep", "{F}/sw_topkey.toml", "--out", "{OUT}"], "unknown key 'gird'"),
+    (["sweep", "{F}/sw_field.toml", "--out", "{OUT}"], "grid.batches: unknown field"),
+    (["sweep", "{F}/sw_type.toml", "--out", "{OUT}"],
+     "grid.batch[1]: batch must be an integer, got 'x'"),
+    (["sweep", "{F}/sw_range.toml", "--out", "{OUT}"],
+     "grid.batch[1]: run: batch must be an integer >= 1, got 0"),
+    (["sweep", "{F}/sw_notlist.toml", "--out", "{OUT}"], "grid.batch must be a list"),
+    (["sweep", "{F}/sw_empty.toml", "--out", "{OUT}"], "grid.method: empty list"),
+    (["sweep", "{F}/sw_twice.toml", "--out", "{OUT}"], "grid.batch: a value is listed twice"),
+    (["sweep", "{F}/sw_list_in_base.toml", "--out", "{OUT}"],
+     "base.batch: one value expected, got a list"),
+    (["sweep", "{F}/sw_method.toml", "--out", "{OUT}"], "grid.method[1]: scheduler 'fast'"),
+    (["sweep", "{F}/sw_model.toml", "--out", "{OUT}"], "point 0 (nope on 1xb200"),
+    (["sweep", "{F}/sw_nosystem.toml", "--out", "{OUT}"], "point: no system"),
+    (["sweep", "{F}/sw_ep.toml", "--out", "{OUT}"], "EP needs the 32 experts"),
+    (["sweep", "{F}/sw_runs.toml", "--out", "{OUT}"], "base.runs: unknown field"),
+    (["sweep", "{F}/sw_run_vs_grid.toml", "--out", "{OUT}"],
+     "runs[0].batch is also a grid axis"),
+    (["sweep", "{F}/sw_record.toml", "--out", "{OUT}"], "record.gantt: unknown"),
+    (["sweep", "{F}/sw_bool.toml", "--out", "{OUT}"],
+     "base.colocated: colocated must be true or false"),
+    (["sweep", "{F}/sw_prefill.toml", "--out", "{OUT}"], "n_prefill"),
+    (["sweep", "{F}/sw_overrides.toml", "--out", "{OUT}"],
+     "system_overrides.n_gpus must be a number"),
+    (["sweep", "{F}/sw_seed.toml", "--out", "{OUT}"],
+     "base.seed: run: seed must be an integer >= 0, got -1"),
+    (["sweep", "{F}/sw_array.json", "--out", "{OUT}"], "expected a table of sweep keys"),
+    (["sweep", "{F}/sw_format.json", "--out", "{OUT}"], "format must be 'sieve-sweep'"),
+    (["sweep", "{F}/sw_deep.json", "--out", "{OUT}"], "not valid JSON"),
+    (["sweep", "{F}/sw_latin1.toml", "--out", "{OUT}"], "not UTF-8 text"),
+    (["sweep", "{F}/sweep.yaml", "--out", "{OUT}"], "expected a .toml or .json file"),
+    (["sweep", "{F}/none.toml", "--out", "{OUT}"], "cannot read (No such file"),
+    (["sweep", "--out", "{OUT}"], "point: no model"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--set", "batch=x",
+      "--out", "{OUT}"], "--set batch=x: expected an integer"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "bogus=1", "--out", "{OUT}"],
+     "--set bogus: unknown run field"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--grid",
+      "batch=1,,2", "--out", "{OUT}"], "--grid 'batch=1,,2': malformed list"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--grid",
+      "method=sieve,fast", "--out", "{OUT}"], "grid.method[1]: scheduler 'fast'"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--jobs", "0",
+      "--out", "{OUT}"], "argument --jobs"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--cache",
+      "{F}/not_a_cache.json", "--out", "{OUT}"], "not a sieve cache file"),
+    (["sweep", "--set", "model=qwen3-30b-a3b", "--set", "system=1xb200", "--out",
+      "{F}/foreign_store"], "holds files sieve did not write (runs/notes.txt)"),
+    (["run", "--jobs", "x", "--out", "{OUT}"], "argument --jobs"),
+    (["run", "--cache", "{F}/not_a_cache.json", "--out", "{OUT}"], "not a sieve cache file"),
+    (["profile", "{F}/sw_field.toml", "--out", "{OUT}"], "grid.batches: unknown field"),
+    (["profile", "nope", "--out", "{OUT}"], "expected a .toml or .json file"),
+    (["profile", "main", "--limit", "0", "--out", "{OUT}"], "argument --limit"),
     # ---- specs, hardware, top level ------------------------------------------------------
     (["specs", "nope"], "DRAM spec 'nope': unknown"),
     (["specs", "{F}/self.json"], "'base' chain loops back"),

@@ -523,20 +523,18 @@ def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
 
     p = Path(path)
     src = str(p)
-    text = read_text(p, "sweep file")
     suffix = p.suffix.lower()
+    if suffix not in (".toml", ".json"):
+        raise ConfigError(f"sweep file {src!r}: expected a .toml or .json file")
+    text = read_text(p, "sweep file")
     try:
         if suffix == ".toml":
             import tomllib
 
             data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
         else:
-            raise ConfigError(f"sweep file {src!r}: expected a .toml or .json file")
+            data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
         kind = "TOML" if suffix == ".toml" else "JSON"
         raise ConfigError(f"sweep file {src!r}: not valid {kind}: {exc}") from None
     if isinstance(data, Mapping) and "experiment" in data and "runs" in data and \

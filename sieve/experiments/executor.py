@@ -192,7 +192,8 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
 def _short(p: Point) -> str:
     c = p.config
     return (f"{c.model} {c.system} {c.method} B={c.batch}" + (" coloc" if c.colocated else "")
-            + (f" s{c.seed}" if c.seed else ""))
+            + (f" {c.workload}" if c.workload != "hh-rlhf" else "")
+            + (f" seed {c.seed}" if c.seed else ""))
 
 
 # ---- in this process ---------------------------------------------------------------------------
@@ -331,7 +332,7 @@ def _run_dask(address: str, todo, payloads, entries, done, prog, pts) -> None:
         left = len(todo)
         if prog is not None:
             prog.started("dask", f"{left} on the cluster ({len(ids)} workers)")
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             i = index[fut.key]
             left -= 1
             if prog is not None:
