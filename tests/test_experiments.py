@@ -402,3 +402,17 @@ def test_sieve_profile_reports_stages_and_writes_viewer_files(tmp_path, capsys):
     rows = (out / "stages.csv").read_text().splitlines()
     assert rows[0] == "stage,seconds,share,calls,what" and len(rows) > 5
     assert (out / "runs.csv").is_file()
+
+
+def test_the_user_guide_sweep_example_loads(tmp_path):
+    import re
+
+    text = (REPO / "docs" / "user-guide.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"^```toml\n(.*?)^```", text, re.M | re.S) if "[grid]" in b]
+    assert blocks
+    for i, b in enumerate(blocks):
+        p = tmp_path / f"s{i}.toml"
+        p.write_text(b)
+        pts = load_experiment(p).check(str(p))
+        assert len(pts) == 18 + 36  # as its comment says
+        assert sum(p.timeline for p in pts) == 6  # sieve at B=16: 2 seeds x (1 + 2 mb)

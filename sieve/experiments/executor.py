@@ -161,7 +161,8 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
         r = res["result"]
         rec = RunRecord(ids[i], pts[i], PointResult(r["row"], r["timeline"], r["channels"],
                                                     r["system"]),
-                        seconds=res["seconds"], worker=res["worker"], code=res["code"])
+                        seconds=res["seconds"], worker=res["worker"], code=res["code"],
+                        cpu_seconds=res.get("cpu_seconds", 0.0))
         if store is not None:
             store.put(rec)
         records[i] = rec
@@ -185,7 +186,11 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
     out.cache_entries = learned
     out.wall_s = time.perf_counter() - t0
     if prog is not None:
-        prog.close(f"{out.simulated} simulated, {reused} reused")
+        cpu = sum(r.cpu_seconds for r in records if r is not None and not r.stored)
+        peak = max(out.worker_peak_rss_bytes.values(), default=0)
+        prog.close(f"{out.simulated} simulated ({cpu:.0f} s of worker CPU"
+                   + (f", worker peak memory {peak / 2**20:.0f} MiB" if peak else "")
+                   + f"), {reused} reused")
     return out
 
 

@@ -7,7 +7,8 @@ but sieve's files) holds ``<run id>.json`` for every run that has finished::
      "sieve": {"version": "0.1.0", "code": "<code digest>"},
      "point": {"run": {...RunConfig fields...}, "timeline": false, "channels": false},
      "row": {...runs.csv row...}, "timeline": [...], "channels": [...],
-     "system": {...resolved system...}, "seconds": 9.1, "worker": "host:pid"}
+     "system": {...resolved system...}, "seconds": 9.1, "cpu_seconds": 8.8,
+     "worker": "host:pid"}
 
 Each file is written atomically (a temporary file renamed into place,
 :func:`sieve.outputs.write_bytes`) by the one process that collects results, so a killed sweep
@@ -44,14 +45,16 @@ STORE_NAME = "runs"
 class RunRecord:
     """A finished run: its id, point, result rows, and how long it took where."""
 
-    __slots__ = ("id", "point", "result", "seconds", "worker", "code", "stored")
+    __slots__ = ("id", "point", "result", "seconds", "cpu_seconds", "worker", "code", "stored")
 
     def __init__(self, id: str, point: Point, result: PointResult, seconds: float = 0.0,
-                 worker: str = "", code: str = "", stored: bool = False):
+                 worker: str = "", code: str = "", stored: bool = False,
+                 cpu_seconds: float = 0.0):
         self.id = id
         self.point = point
         self.result = result
         self.seconds = float(seconds)
+        self.cpu_seconds = float(cpu_seconds)
         self.worker = worker
         self.code = code
         self.stored = stored  # read back from a store (not simulated by this sweep)
@@ -64,7 +67,7 @@ class RunRecord:
                "sieve": {"version": sieve.__version__, "code": self.code},
                "point": self.point.to_dict(), "row": r.row, "timeline": r.timeline,
                "channels": r.channels, "system": r.system, "seconds": self.seconds,
-               "worker": self.worker}
+               "cpu_seconds": self.cpu_seconds, "worker": self.worker}
         return (json.dumps(doc, sort_keys=True, default=_plain) + "\n"
                 ).encode()
 
@@ -82,13 +85,15 @@ class RunRecord:
         for k in ("timeline", "channels"):
             if not isinstance(d[k], list) or not all(isinstance(x, dict) for x in d[k]):
                 raise ValueError(f"{k} is not a list of rows")
-        seconds = d.get("seconds", 0.0)
-        if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
-            seconds = 0.0
+        def secs(k):
+            v = d.get(k, 0.0)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            return float(v) if ok else 0.0
+
         return cls(str(d["id"]), point, PointResult(d["row"], d["timeline"], d["channels"],
                                                     d["system"]),
-                   seconds=float(seconds), worker=str(d.get("worker", "")),
-                   code=str(d["sieve"]["code"]), stored=True)
+                   seconds=secs("seconds"), worker=str(d.get("worker", "")),
+                   code=str(d["sieve"]["code"]), stored=True, cpu_seconds=secs("cpu_seconds"))
 
 
 def _plain(obj: Any) -> Any:

@@ -28,6 +28,10 @@ __all__ = ["identity", "init", "run_task", "serve"]
 
 _CACHE: WorkerCache | None = None
 _LOCK = threading.Lock()
+# the code this process runs, read when it imported sieve (a local worker forks from a server
+# that imported this module at the sweep's start: editing the source during a sweep does not
+# make its workers look like other code)
+code_digest()
 
 
 def init(entries: list | None = None) -> bool:
@@ -66,7 +70,7 @@ def run_task(payload: dict) -> dict:
         if _CACHE is None:
             init()
         point = Point.from_dict(payload["point"])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with _LOCK:  # one run at a time per process (Dask threads): the memos are shared
             res = simulate_point(point, inputs=_CACHE.inputs)
             entries = _CACHE.new_entries()
@@ -74,6 +78,7 @@ def run_task(payload: dict) -> dict:
                 "result": {"row": res.row, "timeline": res.timeline,
                            "channels": res.channels, "system": res.system},
                 "seconds": time.perf_counter() - t0,
+                "cpu_seconds": time.process_time() - c0,
                 "worker": f"{socket.gethostname()}:{os.getpid()}", "code": code_digest(),
                 "entries": entries, "peak_rss_bytes": _peak_rss_bytes()}
     except SieveError as exc:
