@@ -64,7 +64,7 @@ from sieve.system.run import RunConfig
 
 __all__ = ["EXPERIMENT_FORMAT", "RUN_FIELDS", "RUN_ID_FORMAT", "ExperimentConfig", "RunBlock",
            "check_point", "code_digest", "load_experiment", "main_experiment",
-           "paper_experiment", "run_id"]
+           "paper_experiment", "run_id", "sieve_identity"]
 
 #: Version of the run-id recipe (bumped if the recipe changes, which changes every id).
 RUN_ID_FORMAT = "sieve-run-id/1"
@@ -113,6 +113,13 @@ def code_digest() -> str:
             h.update(p.relative_to(root).as_posix().encode() + b"\0")
             h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
+
+
+def sieve_identity() -> dict[str, str]:
+    """``{"version": sieve's version, "code": code_digest()}`` (recorded with results)."""
+    import sieve
+
+    return {"version": sieve.__version__, "code": code_digest()}
 
 
 def _canonical(obj: Any) -> str:

@@ -43,10 +43,12 @@ from sieve.experiments.store import RunRecord, RunStore
 
 __all__ = ["ExecResult", "default_jobs", "estimate_cost", "execute"]
 
-#: Relative cost of a run per method (for ordering and the ETA only; from the measured run
-#: times of `sieve run --paper`, docs/performance.md): methods that put experts on PIM run
-#: engine programs for them, AllExp for every expert.
-_METHOD_COST = {"gpu-only": 0.2, "noexp": 1.0, "allexp": 4.0}
+#: Relative cost of a run per method, and its factor for colocated batches (ordering and ETA
+#: only; rough fits to the run times of `sieve run --paper`, docs/performance.md): methods
+#: that put experts on PIM run engine programs for them, AllExp every expert and, in a
+#: colocated batch, every prompt token.
+_METHOD_COST = {"gpu-only": 0.05, "noexp": 0.5, "pimoe": 1.0, "allexp": 3.0}
+_COLOCATED_COST = {"gpu-only": 1.0, "noexp": 1.0, "allexp": 30.0}
 
 
 @functools.lru_cache(maxsize=256)
@@ -68,14 +70,15 @@ def default_jobs() -> int:
 
 
 def estimate_cost(point: Point) -> float:
-    """A rough relative cost of a run (ordering and ETA only, never a result): tokens per step
-    to the power 0.8, times simulated GPUs, layers, steps and a per-method factor."""
+    """A rough relative cost of a run (ordering and ETA only, never a result): batch size to
+    the power 0.8, times the square root of the simulated GPUs, layers, steps and per-method
+    factors."""
     c = point.config
-    tokens = c.batch + (8 * 1500 if c.colocated else 0)
     gpus = _n_gpus(c.system, c.system_overrides) if c.parallel == "ep" else 1
     layers = c.layers if c.layers is not None else 48
-    return ((1 + tokens) ** 0.8 * gpus * layers * (c.steps + c.warmup)
-            * _METHOD_COST.get(c.method, 2.0))
+    return ((1 + c.batch) ** 0.8 * gpus ** 0.5 * layers * (c.steps + c.warmup)
+            * _METHOD_COST.get(c.method, 1.5)
+            * (_COLOCATED_COST.get(c.method, 3.0) if c.colocated else 1.0))
 
 
 @dataclass
@@ -277,8 +280,9 @@ def _run_local(n: int, todo, payloads, entries, done, prog, pts) -> None:
                         res = None
                     if res is not None:
                         i, w.task = w.task, None
+                        if res.get("ok"):
+                            assign(w)  # keep the worker busy while the result is written
                         done(i, res)
-                        assign(w)
                         continue
                 if w.proc.sentinel in ready or not w.proc.is_alive():
                     code = w.proc.exitcode

@@ -146,8 +146,7 @@ def config_json(ev: Evaluation) -> str:
     systems, and the sieve that produced them (deterministic: no times)."""
     import json
 
-    import sieve
-    from sieve.experiments.config import code_digest
+    from sieve.experiments.config import sieve_identity
 
     systems: dict = {}
     for r in ev.records:  # by name; a different system of the same name gets a suffix
@@ -157,7 +156,7 @@ def config_json(ev: Evaluation) -> str:
             n += 1
             key = f"{name} ({n})"
         systems[key] = r.result.system
-    doc = {"sieve": {"version": sieve.__version__, "code": code_digest()},
+    doc = {"sieve": sieve_identity(),
            "experiment": ev.experiment,
            "runs": [r.point.config.to_dict() for r in ev.records],
            "run_ids": [r.id for r in ev.records], "systems": systems}
