@@ -238,6 +238,23 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
 _CHOICES: dict[tuple, int] = {}
 
 
+def export_choices() -> list[tuple]:
+    """The memo of ``col_groups`` choices (``"auto"``/``"fast"``) as ``(spec_key, out_rows,
+    in_cols, n_pcs, weight_bytes, out_bytes, reduce_ns_per_byte, fast, col_groups)`` tuples
+    (saved by sieve.experiments.cache)."""
+    return [(*k, v) for k, v in _CHOICES.items()]
+
+
+def import_choices(entries) -> int:
+    """Add memo entries in :func:`export_choices`' form (checked by the caller; an entry is
+    what :func:`_search` returned for its key); returns how many were new."""
+    new = 0
+    for *key, choice in entries:
+        new += tuple(key) not in _CHOICES
+        _CHOICES.setdefault(tuple(key), choice)
+    return new
+
+
 def _choose(key: str, spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int,
             out_bytes: int, ns_per_byte: float, fast: bool) -> int:
     memo = (key, out_rows, in_cols, n_pcs, wb, out_bytes, ns_per_byte, fast)
