@@ -421,18 +421,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     methods = (list(METHODS_MAIN) if args.methods == "all" else
                [get_method(m).name for m in _split_list(args.methods, "--methods")])
     kw = _run_kw(args)
+    if args.paper and args.colocated:
+        raise ConfigError("sieve run: --colocated with --paper: --paper already runs the "
+                          "colocated batches (Figure 11); give one of them")
     if args.paper:
         exp = paper_experiment(methods, **kw)
     else:
-        model = args.model or setups.MAIN.model
-        system = args.system or (setups.MAIN.system if args.model is None else
+        # the default setup: the main job's, or Figure 11's for colocated batches
+        setup = setups.FIG11 if args.colocated else setups.MAIN
+        model = args.model or setup.model
+        system = args.system or (setup.system if args.model is None else
                                  setups.FIG9[model].system if model in setups.FIG9 else None)
         if system is None:
             from sieve.hw.system import DEFAULT_SYSTEM
 
             system = DEFAULT_SYSTEM
         batches = (_int_list(args.batch, "--batch") if args.batch else
-                   list(setups.MAIN_BATCHES))
+                   list(setups.FIG11_BATCHES if args.colocated else setups.MAIN_BATCHES))
+        if args.colocated:
+            kw["colocated"] = True
         exp = main_experiment(model, system, methods, batches, **kw)
     ev, paths = _execute(exp, args, command="run", source="sieve run", lenient=False)
     _print_rows(ev.runs)
@@ -811,6 +818,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", default=None, help="comma-separated batch sizes (default 4,16,64)")
     p.add_argument("--paper", action="store_true", help="seed Figures 9-11 in full (three "
                    "models, B = 1..256, colocated batches)")
+    p.add_argument("--colocated", action="store_true", help="colocated prefill+decode batches "
+                   "(seed Figure 11; default model and system qwen3-30b-a3b on 1xb200, "
+                   "B = 8..256) instead of decode-only ones")
     _add_run_flags(p)
     p.add_argument("--out", default="sieve-out", help="output folder (default sieve-out); "
                    "finished runs are kept in its runs/ store and reused by a later run")

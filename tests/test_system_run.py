@@ -119,9 +119,23 @@ def test_cli_run_writes_tables_and_figures(tmp_path, capsys):
     assert (out / "fig9_pareto.png").read_bytes() == before
 
 
+def test_cli_run_colocated_defaults_to_figure_11s_setup(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "--colocated", "--methods", "noexp,sieve", "--batch", "8",
+                 "--layers", "1", "--warmup", "0", "--jobs", "1", "--out", str(out)]) == 0
+    rows = read_csv(out / "runs.csv")
+    assert [(r["model"], r["system"], r["method"], r["colocated"]) for r in rows] == [
+        ("qwen3-30b-a3b", "1xb200", m, 1) for m in ("noexp", "sieve")]
+    # a colocated batch has prefill requests: more tokens processed than requests
+    assert all(r["prefill_requests"] >= 1 for r in rows)
+    assert (out / "fig11_colocated.png").is_file()
+    assert not (out / "fig9_pareto.png").exists()
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["run", "--methods", "fast"], "scheduler 'fast'"),
     (["run", "--batch", "0"], "batch must be an integer >= 1"),
+    (["run", "--colocated", "--paper"], "--paper already runs the colocated batches"),
     (["run", "--layers", "x"], "--layers"),
     (["run", "--model", "nope"], "model 'nope'"),
     (["run", "--system", "3xb200"], "system '3xb200'"),
