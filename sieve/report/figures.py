@@ -189,6 +189,7 @@ def plot_colocated(rows: Sequence[dict], model: str | None = None, *, ax=None):
     fig, ax = _new(ax)
     width = 0.8 / max(len(methods), 1)
     x = np.arange(len(batches))
+    top = 1.0
     for i, m in enumerate(methods):
         vals = []
         for b in batches:
@@ -196,12 +197,15 @@ def plot_colocated(rows: Sequence[dict], model: str | None = None, *, ax=None):
             vals.append(r[0]["throughput_tok_s_gpu"] / base[b] if r else np.nan)
         c, _ = METHOD_STYLE.get(m, ("k", "."))
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, vals, width, color=c, label=_label(m))
+        if np.isfinite(vals).any():
+            top = max(top, float(np.nanmax(vals)))
+    ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(x, [str(b) for b in batches])
     ax.set_xlabel("Batch size B (requests; colocated prefill + decode)")
     ax.set_ylabel("Throughput relative to NoExp")
     ax.set_title(f"{model}, colocated prefill + decode", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, ncol=3, loc="upper center")
     return fig
 
 
