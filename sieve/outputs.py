@@ -152,13 +152,18 @@ def write_text(path: str | Path, text: str) -> Path:
 
 def write_json(path: str | Path, obj: Any) -> Path:
     """Replace ``path`` with ``obj`` as indented, key-sorted JSON, atomically."""
-    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=jsonable) + "\n")
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """The ``default=`` of every ``json.dumps`` in sieve: numpy scalars and arrays as Python
+    numbers and lists, tuples and sets as lists, paths as strings; anything else is a
+    TypeError."""
     try:
         import numpy as np
 
+        if isinstance(obj, np.bool_):
+            return bool(obj)
         if isinstance(obj, np.integer):
             return int(obj)
         if isinstance(obj, np.floating):
@@ -167,6 +172,8 @@ def _jsonable(obj: Any) -> Any:
             return obj.tolist()
     except ImportError:  # pragma: no cover
         pass
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

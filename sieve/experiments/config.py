@@ -60,6 +60,7 @@ from typing import Any
 
 from sieve.errors import ConfigError, SieveError
 from sieve.experiments.points import Point
+from sieve.outputs import jsonable
 from sieve.system.run import RunConfig
 
 __all__ = ["EXPERIMENT_FORMAT", "RUN_FIELDS", "RUN_ID_FORMAT", "ExperimentConfig", "RunBlock",
@@ -124,26 +125,7 @@ def sieve_identity() -> dict[str, str]:
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                      allow_nan=False, default=_plain)
-
-
-def _plain(obj: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(obj, np.integer):
-            return int(obj)
-        if isinstance(obj, np.floating):
-            return float(obj)
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(obj, (tuple, set, frozenset)):
-        return list(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+                      allow_nan=False, default=jsonable)
 
 
 def _is_path(text: str, suffixes: tuple[str, ...]) -> bool:

@@ -27,11 +27,10 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 from sieve.experiments.config import code_digest, run_id
 from sieve.experiments.points import Point, PointResult
-from sieve.outputs import open_store, write_bytes
+from sieve.outputs import jsonable, open_store, write_bytes
 from sieve.stages import stage
 
 __all__ = ["RECORD_FORMAT", "STORE_NAME", "RunRecord", "RunStore"]
@@ -68,7 +67,7 @@ class RunRecord:
                "point": self.point.to_dict(), "row": r.row, "timeline": r.timeline,
                "channels": r.channels, "system": r.system, "seconds": self.seconds,
                "cpu_seconds": self.cpu_seconds, "worker": self.worker}
-        return (json.dumps(doc, sort_keys=True, default=_plain) + "\n"
+        return (json.dumps(doc, sort_keys=True, default=jsonable) + "\n"
                 ).encode()
 
     @classmethod
@@ -94,22 +93,6 @@ class RunRecord:
                                                     d["system"]),
                    seconds=secs("seconds"), worker=str(d.get("worker", "")),
                    code=str(d["sieve"]["code"]), stored=True, cpu_seconds=secs("cpu_seconds"))
-
-
-def _plain(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 class RunStore:
