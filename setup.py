@@ -1,5 +1,5 @@
-"""Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram`` and the scheduler loop
-``sieve.sched._greedy``.
+"""Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
+reader ``sieve.dram._loadstore`` and the scheduler loop ``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
 switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
@@ -29,6 +29,9 @@ macros = [("SIEVE_DEBUG_BUILD", "1" if DEBUG else "0")]
 exts = [
     # the DRAM/PIM command engine (its only door is sieve/dram/device.py)
     Extension("sieve._dram", ["sieve/_dram.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+    # the LoadStore trace reader (its only importer is sieve/dram/memtrace.py)
+    Extension("sieve.dram._loadstore", ["sieve/dram/_loadstore.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
     # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
     Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,

@@ -223,7 +223,7 @@ def _cmd_dram(args: argparse.Namespace) -> int:
     if args.trace and args.pattern:
         raise ConfigError("sieve dram: give either --trace FILE or --pattern, not both")
     if args.trace:
-        trace = memtrace.load_loadstore_trace(args.trace)
+        trace = memtrace.open_trace(args.trace)  # streamed: memory bounded by the queues
     else:
         trace = memtrace.synthetic_trace(args.pattern or "seq", args.requests,
                                          stride_bytes=args.request_bytes,

@@ -338,7 +338,8 @@ def test_cli_controller_flags(capsys):
 
     d = json.loads(capsys.readouterr().out)
     assert d["controller"] == {"queue_size": 8, "write_high_watermark": 0.5,
-                               "write_low_watermark": 0.25, "page_policy": "open"}
+                               "write_low_watermark": 0.25, "page_policy": "open",
+                               "lifecycle": "sieve", "inject_per_tick": 0}
     assert main(["dram", "--write-high", "2"]) == 2
     assert "--write-high: '2' is not a number in [0, 1]" in capsys.readouterr().err
     assert main(["dram", "--write-high", "0.5", "--write-low", "0.6"]) == 2

@@ -21,6 +21,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -28,10 +29,11 @@ import numpy as np
 from sieve.dram.commands import COMMAND_INDEX, COMMANDS, LEVEL_INDEX
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.mapping import AddressMapper
-from sieve.dram.memtrace import RequestTrace
+from sieve.dram.memtrace import CHUNK_REQUESTS, RequestTrace, TraceFile, open_trace
 from sieve.dram.presets import PRESETS, get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
+from sieve.validate import check_int
 
 try:
     from sieve import _dram
@@ -280,10 +282,18 @@ class DramResult:
     row_conflicts: int
     command_counts: dict[str, int]
     refreshes: int
-    latency_ns: np.ndarray = field(repr=False)  # per read request
+    latency_ns: np.ndarray | None = field(repr=False)  # per read request (None: streamed)
     pc_bursts: np.ndarray = field(repr=False)  # column commands per pseudo-channel
     log: np.ndarray | None = field(default=None, repr=False)
     controller: ControllerConfig | None = None
+    #: memory CK until the last request entered the controller (Ramulator 2's LoadStoreTrace
+    #: ends its simulation there, without the drain that ``cycles`` includes)
+    accept_cycles: int = 0
+    #: per log record: the request type it served, 0 read / 1 write / -1 refresh (the 'type'
+    #: column of Ramulator 2.1's command trace); with ``log``
+    log_type: np.ndarray | None = field(default=None, repr=False)
+    #: where the trace came from (file path or generator description)
+    source: str = ""
 
     @property
     def row_hit_rate(self) -> float:
@@ -307,6 +317,7 @@ class DramResult:
             "row_conflicts": self.row_conflicts, "row_hit_rate": self.row_hit_rate,
             "refreshes": self.refreshes, "command_counts": dict(self.command_counts),
             "controller": self.controller.to_dict() if self.controller else None,
+            "accept_cycles": self.accept_cycles,
         }
 
     def summary(self) -> str:
@@ -319,7 +330,8 @@ class DramResult:
                if self.controller else "") + ")",
             f"  total_num_read_requests:  {self.reads}",
             f"  total_num_write_requests: {self.writes}",
-            f"  memory_system_cycles:     {self.cycles}",
+            f"  memory_system_cycles:     {self.cycles}  (last request accepted at "
+            f"{self.accept_cycles})",
             f"  time:                     {self.time_ns:.1f} ns",
             f"  bandwidth:                {self.bandwidth_gbs:.2f} GB/s "
             f"({100 * self.bandwidth_utilization:.1f} % of {self.peak_bandwidth_gbs:.1f} GB/s)",
@@ -336,6 +348,8 @@ class DramResult:
 
 #: Page policies of the request controller.
 PAGE_POLICIES = ("closed", "open")
+#: Request lifecycles of the controller (:attr:`ControllerConfig.lifecycle`), in engine order.
+LIFECYCLES: tuple[str, ...] = tuple(_dram.LIFECYCLES)
 
 
 @dataclass(frozen=True)
@@ -357,12 +371,28 @@ class ControllerConfig:
             at 6 writes, as sieve).
         page_policy: ``"open"`` (rows stay open) or ``"closed"`` (RDA/WRA when no other
             queued request hits the row).
+        lifecycle: how a request moves through the controller. ``"sieve"`` (default): a
+            request stays queued until its last burst, row hits go first among ready commands
+            and a row is not closed while a queued request hits it, refresh holds only its
+            own pseudo-channel. ``"ramulator2"``: Ramulator 2.1's generic controller with its
+            HBM3/4 tick: a request moves to an active buffer when its ACT issues (freeing its
+            queue slot), FR-FCFS is ready-first then oldest with the active buffer first, a
+            refresh holds every queued request of the channel, ACT/REF issue on rising edges,
+            and the write thresholds are strict (sieve._dram.RequestRun lists every rule;
+            docs/validation.md compares both with Ramulator 2.1).
+        inject_per_tick: requests the front end may hand to the controllers per engine tick
+            (all channels together); 0 = as many as the queues take. Ramulator 2.1's
+            LoadStoreTrace sends one per front-end tick, i.e. ``clock_ratio`` per memory tick
+            (one tick = half a CK on HBM3). Default: 0 for the sieve lifecycle, 1 for
+            ramulator2 (``None`` picks it).
     """
 
     queue_size: int = 32
     write_high_watermark: float = 0.8
     write_low_watermark: float = 0.2
     page_policy: str = "open"
+    lifecycle: str = "sieve"
+    inject_per_tick: int | None = None
 
     #: Largest queue accepted (the queues are lists over the trace; this bounds nothing in
     #: memory, it only rejects typos such as 10**12).
@@ -386,34 +416,57 @@ class ControllerConfig:
         if self.page_policy not in PAGE_POLICIES:
             raise ConfigError(f"{who}: page policy {self.page_policy!r} unknown (known: "
                               f"{', '.join(PAGE_POLICIES)})")
+        if self.lifecycle not in LIFECYCLES:
+            raise ConfigError(f"{who}: lifecycle {self.lifecycle!r} unknown (known: "
+                              f"{', '.join(LIFECYCLES)})")
+        ipt = self.inject_per_tick
+        if ipt is None:
+            object.__setattr__(self, "inject_per_tick", 1 if self.lifecycle == "ramulator2"
+                               else 0)
+        elif isinstance(ipt, bool) or not isinstance(ipt, (int, np.integer)) or not (
+                0 <= ipt <= self.MAX_QUEUE):
+            raise ConfigError(f"{who}: inject_per_tick must be an integer in [0, "
+                              f"{self.MAX_QUEUE}] (0 = unlimited), got {ipt!r}")
+        else:
+            object.__setattr__(self, "inject_per_tick", int(ipt))
 
     def write_thresholds(self) -> tuple[int, int]:
-        """(enter, leave) write-queue fills of the write mode, computed exactly from the
-        decimal watermarks (0.8 of 32 is 25, not 25.6 rounded by binary floating point)."""
+        """(enter, leave) write-queue fills of the write mode: it is entered at ``>= enter``
+        queued writes and left at ``<= leave``. Computed exactly from the decimal watermarks
+        (0.8 of 32 is 25.6, not a binary rounding of it): sieve enters at ``floor(0.8 q)``
+        and leaves at ``floor(0.2 q)``; ramulator2 enters above ``0.8 q`` and leaves below
+        ``0.2 q`` (``ControllerBase::set_write_mode``), i.e. 26 and 6 for 32 entries."""
         from fractions import Fraction
 
         q = int(self.queue_size)
-        hi = math.floor(Fraction(repr(float(self.write_high_watermark))) * q)
-        lo = math.floor(Fraction(repr(float(self.write_low_watermark))) * q)
-        return max(1, hi), lo
+        hi_x = Fraction(repr(float(self.write_high_watermark))) * q
+        lo_x = Fraction(repr(float(self.write_low_watermark))) * q
+        if self.lifecycle == "ramulator2":
+            return math.floor(hi_x) + 1, max(0, math.ceil(lo_x) - 1)
+        return max(1, math.floor(hi_x)), math.floor(lo_x)
 
     def to_dict(self) -> dict:
         return {"queue_size": int(self.queue_size),
                 "write_high_watermark": float(self.write_high_watermark),
                 "write_low_watermark": float(self.write_low_watermark),
-                "page_policy": self.page_policy}
+                "page_policy": self.page_policy, "lifecycle": self.lifecycle,
+                "inject_per_tick": int(self.inject_per_tick)}
 
 
-def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
+def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | str | Path, *,
                       channels: int | None = None, mapping: str | Sequence[str] = "sieve",
                       request_bytes: int = 64, controller: ControllerConfig | None = None,
                       queue_size: int | None = None, page_policy: str | None = None,
-                      log: bool = False) -> DramResult:
+                      log: bool = False, chunk_requests: int = CHUNK_REQUESTS) -> DramResult:
     """Run a request trace through per-channel FR-FCFS controllers (front end 1).
 
     Args:
         spec: memory spec or preset name (its PIM units, if any, are unused here).
-        trace: requests (sieve.dram.memtrace).
+        trace: requests in memory (:class:`~sieve.dram.memtrace.RequestTrace`), or a trace
+            file streamed in chunks (:class:`~sieve.dram.memtrace.TraceFile`, or a path that
+            :func:`~sieve.dram.memtrace.open_trace` opens): memory is then bounded by the
+            queues and a read buffer, not by the file. Both give the same results; only the
+            per-request ``latency_ns`` is left out (None) for a streamed trace.
         channels: channels the address space is interleaved over (default: all of the spec;
             1 = a single controller, as Ramulator 2.1 runs one controller per channel).
         mapping: address mapping preset or field list (sieve.dram.mapping).
@@ -421,7 +474,13 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
         controller: the controller's knobs (default :class:`ControllerConfig()`).
         queue_size, page_policy: shortcuts that replace those fields of ``controller``
             (kept for callers of earlier releases).
-        log: return the full command log (LOG_DTYPE) in the result.
+        log: return the full command log (LOG_DTYPE) in the result, with each command's
+            request type in ``log_type`` (the log is held in memory: 48 B per command).
+        chunk_requests: requests decoded and handed to the engine at a time.
+
+    Raises:
+        ConfigError: bad arguments; TraceFormatError: a malformed trace file (the run stops
+        at the first bad line or record); TimingViolation: the engine stopped (livelock).
     """
     spec = get_spec(spec)
     if controller is None:
@@ -433,53 +492,106 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace, *,
                if v is not None}
     if changes:
         controller = dataclasses.replace(controller, **changes)
-    if not isinstance(trace, RequestTrace):
-        raise ConfigError(f"request trace: expected a RequestTrace, got {type(trace).__name__}")
-    if len(trace) == 0:
+    if isinstance(trace, (str, Path)):
+        trace = open_trace(trace)
+    if not isinstance(trace, (RequestTrace, TraceFile)):
+        raise ConfigError(f"request trace: expected a RequestTrace, a TraceFile or a path, got "
+                          f"{type(trace).__name__}")
+    in_memory = isinstance(trace, RequestTrace)
+    if in_memory and len(trace) == 0:
         raise ConfigError("request trace: empty")
+    chunk_requests = check_int("request simulation", "chunk_requests", chunk_requests, lo=1)
     mapper = AddressMapper(spec, mapping, channels=channels, request_bytes=request_bytes)
-    dec = mapper.decode(trace.addr)
     dev = DramDevice(spec, channels=mapper.channels, log=log)
     eng = dev._engine
     tpc = spec.timing.ticks_per_ck
-    n = len(trace)
-    if trace.arrive_ck is not None and int(np.max(trace.arrive_ck)) * tpc > _dram.MAX_TICK:
-        raise ConfigError(f"request trace: arrival cycles beyond {_dram.MAX_TICK // tpc} CK")
-    arrive = (np.zeros(n, dtype=np.int64) if trace.arrive_ck is None
-              else np.ascontiguousarray(trace.arrive_ck * tpc, dtype=np.int64))
-    inject = np.zeros(n, dtype=np.int64)
-    depart = np.zeros(n, dtype=np.int64)
-    rclass = np.full(n, -1, dtype=np.int8)
-    pc_bursts = np.zeros(mapper.channels * spec.org.pseudochannels, dtype=np.int64)
     hi, lo = controller.write_thresholds()
-    end = _dram.run_requests(eng, arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
-                             trace.is_write.astype(np.int8), mapper.bursts,
-                             int(controller.queue_size), hi, lo,
-                             controller.page_policy == "closed", inject, depart, rclass,
-                             pc_bursts)
-    if end < 0:
+    run = _dram.RequestRun(eng, mapper.bursts, int(controller.queue_size), hi, lo,
+                           controller.page_policy == "closed",
+                           LIFECYCLES.index(controller.lifecycle),
+                           int(controller.inject_per_tick))
+    if in_memory:
+        n = len(trace)
+        inject = np.zeros(n, dtype=np.int64)
+        depart = np.zeros(n, dtype=np.int64)
+        rclass = np.full(n, -1, dtype=np.int8)
+        run.set_outputs(inject, depart, rclass)
+    chunks = trace.chunks(chunk_requests)
+    n_reads = n_writes = 0
+    rc = run.advance()
+    while rc == 1:  # RUN_NEED_INPUT
+        part = next(chunks, None)
+        if part is None:
+            run.finish_input()
+        else:
+            addr, w, arr = part
+            k = len(addr)
+            if arr is None:
+                arrive = np.zeros(k, dtype=np.int64)
+            else:
+                if k and int(arr[-1]) * tpc > _dram.MAX_TICK:
+                    raise ConfigError(f"request trace: arrival cycles beyond "
+                                      f"{_dram.MAX_TICK // tpc} CK")
+                arrive = np.ascontiguousarray(arr * tpc, dtype=np.int64)
+            dec = mapper.decode(addr)
+            nw = int(np.count_nonzero(w))
+            n_writes += nw
+            n_reads += k - nw
+            run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
+                     np.ascontiguousarray(w, dtype=np.int8))
+        rc = run.advance()
+    if rc < 0:
         raise _run_error(spec, "request simulation", eng.last_status)
-    reads = ~trace.is_write
-    lat_ns = (depart[reads] - inject[reads]) * spec.tick_ns
+    st = run.stats()
+    n = n_reads + n_writes
+    lat_ns = None
+    if in_memory:
+        reads = ~trace.is_write
+        lat_ns = (depart[reads] - inject[reads]) * spec.tick_ns
+    end = int(st["end_tick"])
     counts = dev.command_counts()
-    cycles = -(-int(end) // tpc)
+    cycles = -(-end // tpc)
     time_ns = end * spec.tick_ns
     nbytes = n * request_bytes
     return DramResult(
         spec=spec.name, mapping=mapper.name, channels=mapper.channels,
         page_policy=controller.page_policy,
-        requests=n, reads=int(reads.sum()), writes=int(trace.is_write.sum()),
+        requests=n, reads=n_reads, writes=n_writes,
         request_bytes=request_bytes, cycles=cycles, time_ns=float(time_ns),
         bandwidth_gbs=nbytes / time_ns if time_ns > 0 else 0.0,
         peak_bandwidth_gbs=spec.pc_peak_bytes_per_ns * mapper.channels * spec.org.pseudochannels,
-        latency_mean_ns=float(lat_ns.mean()) if lat_ns.size else 0.0,
-        latency_p99_ns=float(np.percentile(lat_ns, 99)) if lat_ns.size else 0.0,
-        row_hits=int((rclass == 0).sum()), row_misses=int((rclass == 1).sum()),
-        row_conflicts=int((rclass == 2).sum()), command_counts=counts,
+        latency_mean_ns=(st["latency_sum_ticks"] * spec.tick_ns / st["reads"]
+                         if st["reads"] else 0.0),
+        latency_p99_ns=_percentile_ticks(st["latency_hist"], st["latency_tail"], 99.0)
+        * spec.tick_ns,
+        row_hits=int(st["hits"]), row_misses=int(st["misses"]),
+        row_conflicts=int(st["conflicts"]), command_counts=counts,
         refreshes=counts.get("REFab", 0) + counts.get("REFpb", 0),
-        latency_ns=lat_ns, pc_bursts=pc_bursts, log=dev.log() if log else None,
-        controller=controller,
+        latency_ns=lat_ns, pc_bursts=st["pc_bursts"], log=dev.log() if log else None,
+        controller=controller, accept_cycles=int(st["last_inject_tick"]) // tpc,
+        log_type=run.log_types() if log else None, source=trace.source,
     )
+
+
+def _percentile_ticks(hist: np.ndarray, tail: np.ndarray, q: float) -> float:
+    """The q-th percentile (numpy's default, linear between order statistics) of latencies
+    given as a histogram (``hist[t]`` = requests of t ticks) plus the sorted long tail."""
+    n_h = int(hist.sum())
+    n = n_h + len(tail)
+    if n == 0:
+        return 0.0
+    cum = np.cumsum(hist)
+
+    def kth(k: int) -> int:
+        if k < n_h:
+            return int(np.searchsorted(cum, k, side="right"))
+        return int(tail[k - n_h])
+
+    pos = (n - 1) * q / 100.0
+    k = math.floor(pos)
+    lo_v = kth(k)
+    hi_v = kth(min(k + 1, n - 1))
+    return lo_v + (hi_v - lo_v) * (pos - k)
 
 
 def _run_error(spec: DramSpec, what: str, status: int) -> SieveError:

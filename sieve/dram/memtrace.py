@@ -1,29 +1,43 @@
 """Memory-request traces for front end 1 (sieve.dram.simulate_requests).
 
-A :class:`RequestTrace` is three arrays: byte address, write flag and (optionally) arrival
-cycle. It can come from numpy directly, from a Ramulator 2 LoadStore trace file (``LD 0x...`` /
-``ST 0x...``, one request per line; the same file runs through Ramulator 2.0/2.1), or from the
-synthetic patterns used by the benchmarks (sequential or uniform random, seeded).
+A :class:`RequestTrace` is three arrays in memory: byte address, write flag and (optionally)
+arrival cycle. It can come from numpy directly, from a file, or from the synthetic patterns used
+by the benchmarks (sequential or uniform random, seeded). A :class:`TraceFile` is a trace
+*streamed* from a file in chunks (:func:`open_trace`): ``sieve dram --trace`` and
+``simulate_requests`` read it block by block, so memory is bounded by the controller's queues
+and a read buffer, not by the file. Two file formats:
 
-The file reader streams: it reads 1 MiB blocks (lines at most :data:`MAX_LINE_BYTES`), stores
-each request in 9 bytes, and stops at the first malformed line, so a junk file is rejected
-after its first block instead of after being read whole. Addresses follow Ramulator 2's rule
-(``0x``/``0X`` then hex digits, or decimal digits) with ASCII digits only.
+* a Ramulator 2 **LoadStore** trace (``LD 0x...`` / ``ST 0x...``, one request per line; the
+  same file runs through Ramulator 2.0/2.1). Addresses follow Ramulator 2's rule (``0x``/``0X``
+  then hex digits, or decimal digits) with ASCII digits only; blank lines and lines starting
+  with ``#`` are skipped. Parsed in compiled code (``sieve.dram._loadstore``) for the common
+  line; every other line goes through :func:`_parse_line`, the reference, which names the
+  file, line and field of the first malformed line. :func:`read_loadstore_python` is the pure
+  Python reader the tests compare the compiled one with.
+* a numpy **address trace**, for traces generated with numpy (docs/user-guide.md):
+  a ``.npy`` file holding either a 1-D integer array of byte addresses (all reads) or a 1-D
+  structured array with an integer field ``addr`` and optional fields ``is_write`` (bool or
+  0/1) and ``arrive_ck`` (integer, non-decreasing); or a ``.npz`` archive with the members
+  ``addr`` and optional ``is_write`` and ``arrive_ck`` (1-D, one length). The format is told
+  by the file's first bytes, not its name. Object arrays are refused (nothing is unpickled).
 """
 
 from __future__ import annotations
 
 import re
+import zipfile
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sieve.errors import ConfigError, TraceFormatError
+from sieve.errors import ConfigError, NotBuiltError, TraceFormatError
 from sieve.validate import check_int, check_int_array, check_memory, check_name, check_number
 
-__all__ = ["MAX_LINE_BYTES", "RequestTrace", "load_loadstore_trace", "save_loadstore_trace",
+__all__ = ["CHUNK_REQUESTS", "MAX_LINE_BYTES", "NPZ_MEMBERS", "RequestTrace", "TraceFile",
+           "load_loadstore_trace", "open_trace", "read_loadstore_python", "save_loadstore_trace",
            "synthetic_trace"]
 
 #: Longest line a LoadStore trace may have ("ST 0x" + 16 hex digits is 21 bytes; comments may
@@ -32,6 +46,12 @@ MAX_LINE_BYTES = 4096
 #: Bytes per request a synthetic trace needs while it is built (int64 address, bool write flag,
 #: float64 uniform draws of the write fraction and int64 temporaries of the random pattern).
 SYNTHETIC_BYTES_PER_REQUEST = 33
+#: Requests per chunk when a trace is streamed (64 Ki: ~2.4 MB of decoded fields per chunk).
+CHUNK_REQUESTS = 1 << 16
+#: Bytes read from a trace file at a time.
+READ_BLOCK_BYTES = 1 << 20
+#: Members of a .npz address trace (``addr`` required).
+NPZ_MEMBERS = ("addr", "is_write", "arrive_ck")
 
 
 @dataclass(frozen=True)
@@ -83,6 +103,14 @@ class RequestTrace:
     def n_writes(self) -> int:
         return int(self.is_write.sum())
 
+    def chunks(self, max_n: int = CHUNK_REQUESTS
+               ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """The requests in order, ``max_n`` at a time: (addr, is_write, arrive_ck or None)."""
+        max_n = check_int("request trace", "chunk size", max_n, lo=1)
+        for i in range(0, len(self), max_n):
+            yield (self.addr[i:i + max_n], self.is_write[i:i + max_n],
+                   None if self.arrive_ck is None else self.arrive_ck[i:i + max_n])
+
 
 def _parse_address(a: bytes) -> int | None:
     """Ramulator 2 LoadStoreTrace rule: ``0x``/``0X`` + hex digits, else decimal digits."""
@@ -132,13 +160,13 @@ def _parse_line(raw: bytes, who: str, lineno: int) -> tuple[int, int] | None:
     return int(op == b"ST"), v
 
 
-def load_loadstore_trace(path: str | Path) -> RequestTrace:
-    """Read a Ramulator 2 LoadStore trace: one ``LD <addr>`` or ``ST <addr>`` per line.
+def read_loadstore_python(path: str | Path) -> RequestTrace:
+    """The reference LoadStore reader, in pure Python (the tests compare the compiled reader
+    of :func:`load_loadstore_trace` and :func:`open_trace` with it).
 
-    Addresses are hex (``0x...``) or decimal, in ASCII digits (Python-only forms such as
-    ``1_000`` or ``0o17`` are refused). Blank lines and lines starting with ``#`` are skipped.
-    The file is read in 1 MiB blocks, lines at most :data:`MAX_LINE_BYTES` long, and rejected
-    at its first malformed line; the requests take 9 bytes each.
+    The file is read in 1 MiB blocks, lines at most :data:`MAX_LINE_BYTES` long, lines split
+    at ``\\n`` and taken in order, and it is rejected at its first malformed line; the
+    requests take 9 bytes each.
 
     Raises:
         TraceFormatError: naming the file, line and field on malformed input.
@@ -152,14 +180,12 @@ def load_loadstore_trace(path: str | Path) -> RequestTrace:
         with open(p, "rb") as fh:
             lineno, tail = 0, b""
             while True:
-                block = fh.read(1 << 20)
+                block = fh.read(READ_BLOCK_BYTES)
                 lines = (tail + block).split(b"\n")
                 tail = lines.pop() if block else b""
-                if len(tail) > MAX_LINE_BYTES:
-                    _parse_line(tail, who, lineno + len(lines) + 1)  # raises: too long
                 for raw in lines:
                     lineno += 1
-                    m = fast(raw)
+                    m = fast(raw) if len(raw) <= MAX_LINE_BYTES else None
                     if m is not None:
                         op, h, d = m.groups()
                         add_addr(int(h, 16) if h is not None else int(d))
@@ -169,6 +195,8 @@ def load_loadstore_trace(path: str | Path) -> RequestTrace:
                     if rec is not None:
                         add_write(rec[0])
                         add_addr(rec[1])
+                if len(tail) > MAX_LINE_BYTES:
+                    _parse_line(tail, who, lineno + 1)  # raises: too long
                 if not block:
                     break
     except OSError as exc:
@@ -177,6 +205,333 @@ def load_loadstore_trace(path: str | Path) -> RequestTrace:
         raise TraceFormatError(f"{who}: no requests")
     return RequestTrace(np.frombuffer(addrs, dtype=np.int64),
                         np.frombuffer(bytes(writes), dtype=np.uint8).view(bool), source=str(p))
+
+
+def load_loadstore_trace(path: str | Path) -> RequestTrace:
+    """Read a whole Ramulator 2 LoadStore trace into memory: one ``LD <addr>`` or
+    ``ST <addr>`` per line (to stream a large file instead, use :func:`open_trace`).
+
+    Addresses are hex (``0x...``) or decimal, in ASCII digits (Python-only forms such as
+    ``1_000`` or ``0o17`` are refused). Blank lines and lines starting with ``#`` are skipped.
+    Parsed by the compiled reader; same result and errors as :func:`read_loadstore_python`.
+
+    Raises:
+        TraceFormatError: naming the file, line and field on malformed input.
+    """
+    tf = open_trace(path)
+    if tf.format != "loadstore":
+        raise TraceFormatError(f"trace {tf.source!r}: a numpy {tf.format} file, not a "
+                               "LoadStore text trace (open it with open_trace)")
+    parts = [(a, w) for a, w, _ in tf.chunks()]
+    return RequestTrace(np.concatenate([a for a, _ in parts]),
+                        np.concatenate([w for _, w in parts]), source=tf.source)
+
+
+def _compiled_reader():
+    try:
+        from sieve.dram import _loadstore
+    except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+        raise NotBuiltError(
+            "sieve's compiled trace reader (sieve.dram._loadstore) is not built: run "
+            f"`pip install -e .` in the project root; cause: {exc}") from None
+    return _loadstore.LoadStoreReader
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+class TraceFile:
+    """A request trace streamed from a file (see the module docstring for the formats).
+
+    Opening checks that the file can be read and, for numpy traces, their headers (dtype,
+    shape, members); the requests are checked chunk by chunk as :meth:`chunks` yields them, so
+    a malformed request stops the run that reads it with one error naming the file and the
+    line or record.
+
+    Attributes:
+        path: the file.
+        format: ``"loadstore"``, ``"npy"`` or ``"npz"``.
+        source: the file name (recorded with results).
+        n_requests: number of requests of a numpy trace (None for a LoadStore file, whose
+            length is known only once read).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.source = str(self.path)
+        self._who = f"trace {self.source!r}"
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(8)
+        except OSError as exc:
+            raise TraceFormatError(f"{self._who}: cannot read ({exc.strerror})") from None
+        self.n_requests: int | None = None
+        if head.startswith(_NPY_MAGIC):
+            self.format = "npy"
+        elif head[:4] in _ZIP_MAGIC:
+            self.format = "npz"
+        else:
+            self.format = "loadstore"
+        if self.format != "loadstore":
+            with self._open_binary() as members:
+                self.n_requests = members[0][1]
+
+    def __repr__(self) -> str:
+        return f"TraceFile({self.source!r}, format={self.format!r})"
+
+    # ---- chunks ------------------------------------------------------------------------------
+    def chunks(self, max_n: int = CHUNK_REQUESTS
+               ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """The requests in file order, at most ``max_n`` at a time: (addr int64, is_write
+        bool, arrive_ck int64 or None).
+
+        Raises:
+            TraceFormatError: unreadable file, malformed line or record, or no requests.
+        """
+        max_n = check_int("trace file", "chunk size", max_n, lo=1)
+        if self.format == "loadstore":
+            yield from self._loadstore_chunks(max_n)
+        else:
+            yield from self._binary_chunks(max_n)
+
+    def _loadstore_chunks(self, max_n: int):
+        reader_cls = _compiled_reader()
+        total = 0
+        try:
+            with open(self.path, "rb") as fh:
+                rd = reader_cls(fh, self._who, _parse_line, MAX_LINE_BYTES, READ_BLOCK_BYTES)
+                while True:
+                    a, w = rd.read(max_n)
+                    if not len(a):
+                        break
+                    total += len(a)
+                    yield a, w, None
+        except OSError as exc:
+            raise TraceFormatError(f"{self._who}: cannot read ({exc.strerror})") from None
+        if not total:
+            raise TraceFormatError(f"{self._who}: no requests")
+
+    # ---- numpy traces --------------------------------------------------------------------------
+    def _open_binary(self):
+        return _BinaryMembers(self.path, self.format, self._who)
+
+    def _binary_chunks(self, max_n: int):
+        last_arrive = 0
+        done = 0
+        with self._open_binary() as members:
+            n = members[0][1]
+            if n == 0:
+                raise TraceFormatError(f"{self._who}: no requests")
+            while done < n:
+                k = min(max_n, n - done)
+                cols = {name: _read_records(fh, dt, k, self._who, name)
+                        for name, _, fh, dt in members}
+                addr, w, arr = _check_records(cols, self._who, done, last_arrive)
+                if arr is not None and len(arr):
+                    last_arrive = int(arr[-1])
+                done += k
+                if done == n:
+                    _check_end(members, self._who)
+                yield addr, w, arr
+
+
+def open_trace(path: str | Path) -> TraceFile:
+    """Open a request trace file for streaming: a LoadStore text trace, or a numpy ``.npy`` /
+    ``.npz`` address trace (module docstring).
+
+    Raises:
+        TraceFormatError: the file cannot be read, or a numpy trace has a bad header.
+    """
+    return TraceFile(path)
+
+
+class _BinaryMembers:
+    """Context manager over the arrays of a numpy trace: a list of (name, length, stream,
+    dtype) with ``addr`` first, each stream positioned at its first record."""
+
+    def __init__(self, path: Path, fmt: str, who: str):
+        self.path, self.fmt, self.who = path, fmt, who
+        self._zf = None
+        self._files: list = []
+
+    def __enter__(self) -> list:
+        try:
+            if self.fmt == "npy":
+                fh = open(self.path, "rb")
+                self._files.append(fh)
+                shape, dt = _npy_header(fh, self.who)
+                if dt.names is None:
+                    _check_dtype("addr", dt, self.who)
+                    return [("addr", int(shape[0]), fh, dt)]
+                return self._structured(shape, dt, fh)
+            try:
+                self._zf = zipfile.ZipFile(self.path)
+                names = self._zf.namelist()
+            except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+                raise TraceFormatError(f"{self.who}: not a valid .npz archive ({exc})") from None
+            members = {}
+            for name in names:
+                key = name[:-4] if name.endswith(".npy") else name
+                if key not in NPZ_MEMBERS:
+                    raise TraceFormatError(f"{self.who}: unknown member {name!r} (members: "
+                                           f"{', '.join(NPZ_MEMBERS)}; addr required)")
+                members[key] = name
+            if "addr" not in members:
+                raise TraceFormatError(f"{self.who}: no 'addr' member (members: "
+                                       f"{', '.join(NPZ_MEMBERS)}; addr required)")
+            out = []
+            for key in NPZ_MEMBERS:
+                if key not in members:
+                    continue
+                fh = self._zf.open(members[key])
+                self._files.append(fh)
+                shape, dt = _npy_header(fh, f"{self.who} member {key!r}")
+                if dt.names is not None:
+                    raise TraceFormatError(f"{self.who} member {key!r}: a structured array; "
+                                           "members must be plain 1-D arrays")
+                _check_dtype(key, dt, f"{self.who} member {key!r}")
+                out.append((key, int(shape[0]), fh, dt))
+            if len({n for _, n, _, _ in out}) != 1:
+                raise TraceFormatError(f"{self.who}: members of different lengths ("
+                                       + ", ".join(f"{k} {n}" for k, n, _, _ in out) + ")")
+            return out
+        except OSError as exc:
+            self.__exit__(None, None, None)
+            raise TraceFormatError(f"{self.who}: cannot read ({exc.strerror or exc})") from None
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def _structured(self, shape, dt: np.dtype, fh) -> list:
+        unknown = [f for f in dt.names if f not in NPZ_MEMBERS]
+        if unknown or "addr" not in dt.names:
+            raise TraceFormatError(f"{self.who}: structured array with fields "
+                                   f"{', '.join(dt.names)}; expected 'addr' and optionally "
+                                   "'is_write' and 'arrive_ck'")
+        for f in dt.names:
+            _check_dtype(f, dt[f], self.who)
+        return [("__records__", int(shape[0]), fh, dt)]
+
+    def __exit__(self, *exc) -> None:
+        for fh in self._files:
+            try:
+                fh.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self._files = []
+        if self._zf is not None:
+            self._zf.close()
+            self._zf = None
+
+
+def _npy_header(fh, who: str) -> tuple[tuple, np.dtype]:
+    """(shape, dtype) of the .npy stream at its start; refuses object dtypes and bad
+    headers."""
+    from numpy.lib import format as npf
+
+    try:
+        major, _minor = npf.read_magic(fh)
+        if major == 1:
+            shape, fortran, dt = npf.read_array_header_1_0(fh)
+        elif major in (2, 3):
+            shape, fortran, dt = npf.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"format version {major} unknown")
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise TraceFormatError(f"{who}: not a valid .npy array ({exc})") from None
+    except zipfile.BadZipFile as exc:
+        raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
+    if dt.hasobject:
+        raise TraceFormatError(f"{who}: holds Python objects (dtype {dt}); a trace must be "
+                               "numbers (objects are never unpickled)")
+    if len(shape) != 1:
+        raise TraceFormatError(f"{who}: expected a 1-D array, got shape {shape}")
+    return shape, dt
+
+
+#: Allowed dtype kinds of each field of a numpy trace.
+_KINDS = {"addr": ("iu", "integers"), "is_write": ("biu", "booleans or 0/1"),
+          "arrive_ck": ("iu", "integers")}
+
+
+def _check_dtype(name: str, dt: np.dtype, who: str) -> None:
+    kinds, text = _KINDS[name]
+    if dt.kind not in kinds or dt.shape != () or dt.itemsize > 8:
+        raise TraceFormatError(f"{who}: {name} must be {text}, got dtype {dt}")
+
+
+def _read_records(fh, dt: np.dtype, k: int, who: str, name: str) -> np.ndarray:
+    want = k * dt.itemsize
+    try:
+        data = fh.read(want)
+    except zipfile.BadZipFile as exc:
+        raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
+    if len(data) != want:
+        raise TraceFormatError(f"{who}: truncated: {name if name != '__records__' else 'array'}"
+                               " holds fewer records than its header says")
+    return np.frombuffer(data, dtype=dt, count=k)
+
+
+def _check_end(members: list, who: str) -> None:
+    """Every array ends where its header says (reading past the end also makes a .npz member
+    check its CRC)."""
+    for name, _, fh, _ in members:
+        try:
+            extra = fh.read(1)
+        except zipfile.BadZipFile as exc:
+            raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
+        if extra:
+            what = "the array" if name == "__records__" else name
+            raise TraceFormatError(f"{who}: {what} holds more data than its header says")
+
+
+def _check_records(cols: dict, who: str, first: int, last_arrive: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validate one chunk of a numpy trace; (addr int64, is_write bool, arrive_ck or None)."""
+    if "__records__" in cols:
+        rec = cols["__records__"]
+        cols = {f: rec[f] for f in rec.dtype.names}
+    k = len(cols["addr"])
+
+    def bad(name: str, i: int, v, rule: str) -> TraceFormatError:
+        return TraceFormatError(f"{who} record {first + i}: {name} {v!r} {rule}")
+
+    a = cols["addr"]
+    if a.dtype.kind == "u":
+        over = np.flatnonzero(a > np.iinfo(np.int64).max) if a.dtype.itemsize == 8 else []
+        if len(over):
+            raise bad("address", int(over[0]), int(a[over[0]]), "out of range [0, 2**63)")
+    else:
+        neg = np.flatnonzero(a < 0)
+        if len(neg):
+            raise bad("address", int(neg[0]), int(a[neg[0]]), "out of range [0, 2**63)")
+    addr = np.ascontiguousarray(a, dtype=np.int64)
+    w = cols.get("is_write")
+    if w is None:
+        wr = np.zeros(k, dtype=bool)
+    elif w.dtype == bool:
+        wr = np.ascontiguousarray(w)
+    else:
+        badw = np.flatnonzero((w != 0) & (w != 1))
+        if len(badw):
+            raise bad("is_write", int(badw[0]), int(w[badw[0]]), "is not 0 or 1")
+        wr = np.ascontiguousarray(w != 0)
+    arr = cols.get("arrive_ck")
+    if arr is not None:
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+            over = np.flatnonzero(arr > np.iinfo(np.int64).max)
+            if len(over):
+                raise bad("arrive_ck", int(over[0]), int(arr[over[0]]), "out of range")
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        neg = np.flatnonzero(arr < 0)
+        if len(neg):
+            raise bad("arrive_ck", int(neg[0]), int(arr[neg[0]]), "must be >= 0")
+        dec = np.flatnonzero(np.diff(np.concatenate(([last_arrive], arr))) < 0)
+        if len(dec):
+            raise bad("arrive_ck", int(dec[0]), int(arr[dec[0]]),
+                      "is below the previous request's (arrive_ck must be non-decreasing)")
+    return addr, wr, arr
 
 
 def save_loadstore_trace(trace: RequestTrace, path: str | Path) -> Path:

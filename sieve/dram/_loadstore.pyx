@@ -1,0 +1,203 @@
+# The compiled LoadStore trace reader (its only importer is sieve/dram/memtrace.py).
+#
+# Reads a Ramulator 2 LoadStore trace ("LD 0x40" / "ST 4096", one request per line) from a
+# binary file object in blocks and returns the requests in chunks of at most `max_n`, so a
+# trace of any size is read in bounded memory. It parses the common line in C: optional
+# blanks, LD or ST, blanks, then 0x/0X and 1-15 hex digits or 1-18 decimal digits, optional
+# blanks or a carriage return - exactly what memtrace._FAST matches, so every such number is
+# below 2**63. Any other line (a comment, a blank line, a malformed or over-long line) goes to
+# the Python reference parser (memtrace._parse_line), which skips it, returns its request, or
+# raises the one error that names the file, line and field. Lines are split at b"\n" only, as
+# bytes.split does in the reference reader.
+
+cimport cython
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memchr, memmove
+
+import numpy as np
+
+
+cdef inline int _hexval(uint8_t ch) noexcept nogil:
+    if 48 <= ch <= 57:
+        return ch - 48
+    if 97 <= ch <= 102:
+        return ch - 87
+    if 65 <= ch <= 70:
+        return ch - 55
+    return -1
+
+
+cdef inline int _fast(const uint8_t* s, int64_t n, int64_t max_len, int64_t* addr,
+                      int* wr) noexcept nogil:
+    """1 and (address, write) when the line is a plain request line, else 0."""
+    cdef int64_t i = 0, j, v = 0
+    cdef int d
+    if n > max_len:
+        return 0
+    while i < n and (s[i] == 32 or s[i] == 9):
+        i += 1
+    if i + 2 > n:
+        return 0
+    if s[i] == 76 and s[i + 1] == 68:        # "LD"
+        wr[0] = 0
+    elif s[i] == 83 and s[i + 1] == 84:      # "ST"
+        wr[0] = 1
+    else:
+        return 0
+    i += 2
+    j = i
+    while i < n and (s[i] == 32 or s[i] == 9):
+        i += 1
+    if i == j:
+        return 0
+    if i + 1 < n and s[i] == 48 and (s[i + 1] == 120 or s[i + 1] == 88):   # "0x"
+        i += 2
+        j = i
+        while i < n:
+            d = _hexval(s[i])
+            if d < 0:
+                break
+            v = v * 16 + d
+            i += 1
+            if i - j > 15:
+                return 0
+        if i == j:
+            return 0
+    else:
+        j = i
+        while i < n and 48 <= s[i] <= 57:
+            v = v * 10 + (s[i] - 48)
+            i += 1
+            if i - j > 18:
+                return 0
+        if i == j:
+            return 0
+    while i < n and (s[i] == 32 or s[i] == 9 or s[i] == 13):
+        i += 1
+    if i != n:
+        return 0
+    addr[0] = v
+    return 1
+
+
+@cython.final
+cdef class LoadStoreReader:
+    """Chunked reader of one LoadStore trace file.
+
+    Args:
+        fh: a binary file object (``readinto``), owned by the caller.
+        who: the file's name in error messages.
+        parse_line: the reference parser, ``parse_line(raw, who, lineno)`` -> ``None`` (skip),
+            ``(is_write, address)``, or raises TraceFormatError.
+        max_line: longest line accepted (longer ones go to parse_line, which refuses them).
+        block: bytes read at a time.
+    """
+
+    cdef object fh
+    cdef object who
+    cdef object parse_line
+    cdef int64_t max_line
+    cdef bytearray buf
+    cdef int64_t start       # first unparsed byte in buf
+    cdef int64_t end         # bytes held in buf
+    cdef int64_t lineno      # lines parsed so far
+    cdef bint eof
+    cdef bint done
+    cdef int64_t block
+
+    def __init__(self, fh, who, parse_line, int64_t max_line, int64_t block=1 << 20):
+        if block < 1 or max_line < 1:
+            raise ValueError("LoadStoreReader: block and max_line must be >= 1")
+        self.fh = fh
+        self.who = who
+        self.parse_line = parse_line
+        self.max_line = max_line
+        self.block = block
+        self.buf = bytearray(block + max_line + 2)
+        self.start = 0
+        self.end = 0
+        self.lineno = 0
+        self.eof = False
+        self.done = False
+
+    @property
+    def lines(self):
+        """Lines parsed so far."""
+        return self.lineno
+
+    cdef int _fill(self) except -1:
+        """Move the unparsed bytes to the front and read one more block; sets eof."""
+        cdef int64_t keep = self.end - self.start
+        cdef unsigned char* p = self.buf
+        cdef int64_t got
+        if keep and self.start:
+            memmove(p, p + self.start, keep)
+        self.start = 0
+        self.end = keep
+        if len(self.buf) < keep + self.block:
+            self.buf.extend(bytes(keep + self.block - len(self.buf)))
+        view = memoryview(self.buf)[keep:keep + self.block]
+        got = self.fh.readinto(view) or 0
+        view.release()
+        if got == 0:
+            self.eof = True
+        self.end = keep + got
+        return 0
+
+    def read(self, int64_t max_n):
+        """Up to ``max_n`` requests as (addresses int64, writes bool); empty arrays at the
+        end of the file."""
+        if max_n < 1:
+            raise ValueError("LoadStoreReader.read: max_n must be >= 1")
+        addr_a = np.empty(max_n, dtype=np.int64)
+        wr_a = np.empty(max_n, dtype=np.uint8)
+        cdef int64_t[::1] addr = addr_a
+        cdef uint8_t[::1] wr = wr_a
+        cdef int64_t n = 0, ln, a = 0
+        cdef int w = 0
+        cdef unsigned char* p
+        cdef const uint8_t* line
+        cdef const uint8_t* nl
+        while n < max_n and not self.done:
+            p = self.buf
+            nl = <const uint8_t*>memchr(p + self.start, 10, self.end - self.start)
+            if nl == NULL:
+                if not self.eof and self.end - self.start <= self.max_line:
+                    self._fill()
+                    continue
+                # the last line (no newline at the end of the file), or a line longer than
+                # any request line: both go to the reference parser as they stand
+                ln = self.end - self.start
+                if not self.eof:
+                    ln = self.max_line + 1  # (only its length matters: it is refused)
+                line = <const uint8_t*>(p + self.start)
+                self.lineno += 1
+                if _fast(line, ln, self.max_line, &a, &w):
+                    addr[n] = a
+                    wr[n] = w
+                    n += 1
+                else:
+                    rec = self.parse_line(bytes(self.buf[self.start:self.start + ln]),
+                                          self.who, self.lineno)
+                    if rec is not None:
+                        wr[n] = rec[0]
+                        addr[n] = rec[1]
+                        n += 1
+                self.done = True
+                break
+            line = <const uint8_t*>(p + self.start)
+            ln = nl - line
+            self.lineno += 1
+            if _fast(line, ln, self.max_line, &a, &w):
+                addr[n] = a
+                wr[n] = w
+                n += 1
+            else:
+                rec = self.parse_line(bytes(self.buf[self.start:self.start + ln]), self.who,
+                                      self.lineno)
+                if rec is not None:
+                    wr[n] = rec[0]
+                    addr[n] = rec[1]
+                    n += 1
+            self.start += ln + 1
+        return addr_a[:n].copy(), wr_a[:n].view(bool).copy()
