@@ -41,6 +41,7 @@ cdef struct ReqSlot:
     # one request in flight (queued or active)
     int64_t id            # index in the trace (FR-FCFS age)
     int64_t inject        # tick it entered the controller
+    int64_t addr          # byte address (ramulator2 write forwarding / coalescing)
     int32_t row
     int32_t col           # column of its first burst
     int32_t bank          # global bank
@@ -118,6 +119,11 @@ cdef class RequestRun:
         PC's active requests; a refresh is due one tick earlier than in the sieve lifecycle
         (Ramulator counts its clock from 1);
       * ACT and REF issue on rising CK edges only (PRE also on falling edges);
+      * a read to the address of a queued (not yet activated) write is served at once (one
+        tick) and a write to such an address is absorbed; neither takes a queue slot;
+      * the front end injects at most ``inject_per_tick`` requests per tick but only one at
+        tick 0 (Ramulator's simulation loop ticks its front end once before the first memory
+        tick);
       * write mode is entered above (not at) the high mark and left below the low one (the
         thresholds are computed by the caller).
     Row class per request: 0 hit, 1 miss (bank closed), 2 conflict (other row open), by the
@@ -162,6 +168,9 @@ cdef class RequestRun:
     cdef const int32_t[::1] i_row
     cdef const int32_t[::1] i_col
     cdef const int8_t[::1] i_wr
+    cdef const int64_t[::1] i_addr
+    cdef bint fwd                       # ramulator2 with addresses: forward / coalesce
+    cdef int64_t n_fwd, n_coal
     cdef int64_t in_pos, in_n, id_next
     cdef bint final
     # optional per-request outputs, indexed by request id
@@ -400,8 +409,12 @@ cdef class RequestRun:
 
     def feed(self, const int64_t[::1] arrive, const int32_t[::1] r_ch, const int32_t[::1] r_pc,
              const int32_t[::1] r_sid, const int32_t[::1] r_bg, const int32_t[::1] r_ba,
-             const int32_t[::1] r_row, const int32_t[::1] r_col, const int8_t[::1] r_write):
-        """The next chunk of requests (decoded addresses, arrival ticks non-decreasing)."""
+             const int32_t[::1] r_row, const int32_t[::1] r_col, const int8_t[::1] r_write,
+             r_addr=None):
+        """The next chunk of requests (decoded addresses, arrival ticks non-decreasing).
+        ``r_addr``: the byte addresses (int64); with them the ramulator2 lifecycle forwards a
+        read to a queued write of the same address and coalesces a write into one, as
+        Ramulator's ``ControllerBase::send`` does (without them, neither happens)."""
         cdef Engine eng = self.eng
         if self.final:
             raise ValueError("RequestRun.feed: input already finished")
@@ -430,6 +443,16 @@ cdef class RequestRun:
         self.i_row = r_row
         self.i_col = r_col
         self.i_wr = r_write
+        if r_addr is not None:
+            ad = np.ascontiguousarray(r_addr, dtype=np.int64)
+            if ad.shape[0] != n:
+                raise ValueError("run_requests: every request array must have one entry per "
+                                 "request")
+            self.i_addr = ad
+            self.fwd = self.ram
+        else:
+            self.i_addr = np.zeros(n, dtype=np.int64)
+            self.fwd = False
         self.in_pos = 0
         self.in_n = n
         self.started = True
@@ -483,6 +506,7 @@ cdef class RequestRun:
                 "reads": self.n_lat, "latency_sum_ticks": self.lat_sum,
                 "latency_hist": hist, "latency_tail": np.sort(tail),
                 "hits": self.n_cls[0], "misses": self.n_cls[1], "conflicts": self.n_cls[2],
+                "forwarded": self.n_fwd, "coalesced": self.n_coal,
                 "pc_bursts": np.asarray(self.pc_bursts).copy()}
 
     def log_types(self):
@@ -820,6 +844,29 @@ cdef class RequestRun:
         self.prank[q] = <int8_t>brank
         self.pcand[q] = <int8_t>bk_i
 
+    cdef inline bint _rate_full(self, tick_t now) noexcept nogil:
+        """The front end has injected all it may at tick `now` (``inject_per_tick``; one at
+        tick 0 in the ramulator2 lifecycle, whose front end ticks once before the first
+        memory tick)."""
+        if self.inj_limit == 0 or self.inj_tick != now:
+            return False
+        return self.inj_cnt >= (1 if (self.ram and now == 0) else self.inj_limit)
+
+    cdef bint _buffered_write(self, int64_t p, int64_t b) noexcept nogil:
+        """ramulator2: input request p has the address of a queued (not active) write, so it
+        is forwarded (a read) or coalesced (a write). ``b``: its global bank, -1 = compute."""
+        cdef int32_t r2
+        cdef int64_t q
+        if b < 0:
+            q = <int64_t>self.i_ch[p] * self.n_pc_ch + self.i_pc[p]
+            b = ((q * self.eng.cnt[2] + self.i_sid[p]) * self.eng.cnt[3] + self.i_bg[p]) \
+                * self.eng.cnt[4] + self.i_ba[p]
+        SIEVE_CHECK_INDEX(b, self.NB)
+        r2 = self.bhead[self.NB + b]
+        while r2 != -1 and self.sl[r2].addr != self.i_addr[p]:
+            r2 = self.sl[r2].next
+        return r2 != -1
+
     cdef inline bint _closes_active(self, int cmd, int64_t q, int64_t b) noexcept nogil:
         """ramulator2 would_close_active: a closing command to a bank (or PC) that has an
         active request."""
@@ -871,10 +918,41 @@ cdef class RequestRun:
                     p = self.in_pos
                     if self.i_arr[p] > now:
                         break
-                    if inj_limit and self.inj_tick == now and self.inj_cnt >= inj_limit:
+                    if self._rate_full(now):
                         break
                     c = self.i_ch[p]
                     typ = 1 if self.i_wr[p] else 0
+                    q = <int64_t>c * n_pc_ch + self.i_pc[p]
+                    b = ((q * eng.cnt[2] + self.i_sid[p]) * eng.cnt[3] + self.i_bg[p]) \
+                        * eng.cnt[4] + self.i_ba[p]
+                    SIEVE_CHECK_INDEX(b, NB)
+                    if self.fwd and self._buffered_write(p, b):
+                        # a queued write to the same address serves a read at once and
+                        # absorbs a write (neither takes a queue slot)
+                        dep = now if typ else now + 1
+                        if not typ:
+                            self.n_fwd += 1
+                            rc = self._count_latency(1)
+                        else:
+                            self.n_coal += 1
+                        if dep > self.last_depart:
+                            self.last_depart = dep
+                        if self.outs:
+                            self.o_inject[self.id_next] = now
+                            self.o_depart[self.id_next] = dep
+                            self.o_class[self.id_next] = -1
+                        if self.inj_tick != now:
+                            self.inj_tick = now
+                            self.inj_cnt = 0
+                        self.inj_cnt += 1
+                        self.last_inject = now
+                        self.id_next += 1
+                        self.n_injected += 1
+                        self.n_done += 1
+                        self.in_pos += 1
+                        if rc != E_OK:
+                            break
+                        continue
                     j = typ * n_ch + c
                     if self.qlen[j] + (self.fr_n[j] if self.fr_tick[j] == now else 0) >= Q:
                         break
@@ -885,13 +963,10 @@ cdef class RequestRun:
                     r = self.freel[self.n_free]
                     if self.nfl[c] == 0:
                         self.prog[c] = now  # the channel has work from now on (watchdog)
-                    q = <int64_t>c * n_pc_ch + self.i_pc[p]
-                    b = ((q * eng.cnt[2] + self.i_sid[p]) * eng.cnt[3] + self.i_bg[p]) \
-                        * eng.cnt[4] + self.i_ba[p]
-                    SIEVE_CHECK_INDEX(b, NB)
                     s = &self.sl[r]
                     s.id = self.id_next
                     s.inject = now
+                    s.addr = self.i_addr[p]
                     s.row = self.i_row[p]
                     s.col = self.i_col[p]
                     s.bank = <int32_t>b
@@ -1045,12 +1120,16 @@ cdef class RequestRun:
                     c = self.i_ch[p]
                     typ = 1 if self.i_wr[p] else 0
                     j = typ * n_ch + c
-                    if self.qlen[j] < Q:
+                    if self.fwd and self._buffered_write(p, -1):
+                        # (forwarded or coalesced: needs no queue slot)
+                        t_inj = _max(self.i_arr[p], now)
+                        if t_inj == now and self._rate_full(now):
+                            t_inj = now + 1
+                    elif self.qlen[j] < Q:
                         t_inj = _max(self.i_arr[p], now)
                         if t_inj == now and (
                                 (self.fr_tick[j] == now and self.qlen[j] + self.fr_n[j] >= Q)
-                                or (inj_limit and self.inj_tick == now
-                                    and self.inj_cnt >= inj_limit)):
+                                or self._rate_full(now)):
                             t_inj = now + 1
                 if t_inj <= best_t and t_inj < T_INF:
                     now = t_inj

@@ -211,6 +211,33 @@ def _parse_overrides(items: list[str] | None) -> dict:
     return out
 
 
+#: File kinds of ``sieve dram --log`` (by extension).
+LOG_KINDS = (".csv", ".npy")
+
+
+def _log_path(text: str | None):
+    """The --log file, checked before any work: a known extension, not a folder."""
+    from pathlib import Path
+
+    if text is None:
+        return None
+    if not text.strip():
+        raise ConfigError("--log: empty file name")
+    p = Path(text)
+    if p.suffix.lower() not in LOG_KINDS:
+        raise ConfigError(f"--log {text!r}: unknown file kind {p.suffix or '(none)'!r} (known: "
+                          f"{', '.join(LOG_KINDS)}: CSV in Ramulator 2.1's command-trace "
+                          "columns, or a numpy LOG_DTYPE array)")
+    if p.is_dir():
+        raise ConfigError(f"--log {text!r}: is a folder, expected a file name")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--log {text!r}: {str(parent)!r} is not a folder")
+            break
+    return p
+
+
 def _cmd_dram(args: argparse.Namespace) -> int:
     import json
 
@@ -219,6 +246,7 @@ def _cmd_dram(args: argparse.Namespace) -> int:
     from sieve.dram import presets as specs
     from sieve.errors import ConfigError
 
+    log_path = _log_path(args.log)  # before any work
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
     if args.trace and args.pattern:
         raise ConfigError("sieve dram: give either --trace FILE or --pattern, not both")
@@ -231,9 +259,19 @@ def _cmd_dram(args: argparse.Namespace) -> int:
     controller = dram.ControllerConfig(queue_size=args.queue,
                                        write_high_watermark=args.write_high,
                                        write_low_watermark=args.write_low,
-                                       page_policy=args.page)
+                                       page_policy=args.page, lifecycle=args.lifecycle,
+                                       inject_per_tick=args.inject_per_tick)
     res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
-                                 request_bytes=args.request_bytes, controller=controller)
+                                 request_bytes=args.request_bytes, controller=controller,
+                                 log=log_path is not None)
+    if log_path is not None:
+        from sieve.dram.log import log_to_csv, log_to_npy
+        from sieve.outputs import write_bytes, write_text
+
+        if log_path.suffix.lower() == ".csv":
+            write_text(log_path, log_to_csv(res.log, res.log_type))
+        else:
+            write_bytes(log_path, log_to_npy(res.log))
     if args.json:
         d = res.to_dict()
         d["trace"] = trace.source
@@ -242,6 +280,30 @@ def _cmd_dram(args: argparse.Namespace) -> int:
         print(f"trace: {trace.source}")
         print(res.summary())
     return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from sieve.dram import presets as specs
+    from sieve.dram.checker import check_log, read_command_log
+
+    spec = specs.get_spec(args.spec, _parse_overrides(args.set))
+    log = read_command_log(args.files, spec, ticks_per_clock=args.ticks_per_clock)
+    rep = check_log(log, spec, max_reports=args.max_violations,
+                    check_refresh=not args.no_refresh_check)
+    if args.json:
+        print(json.dumps({
+            "files": list(args.files), "spec": spec.name, "ok": rep.ok,
+            "commands": rep.n_commands, "timed_pairs": rep.n_checked_pairs,
+            "violations": rep.n_violations, "by_family": rep.by_family(),
+            "listed": [{"family": v.family, "index": v.index, "prev_index": v.prev_index,
+                        "tick": v.tick, "required_tick": v.required_tick,
+                        "constraint": v.constraint} for v in rep.violations],
+        }, indent=2))
+    else:
+        print(rep.summary(args.max_violations))
+    return 0 if rep.ok else 1
 
 
 def _cmd_gemv(args: argparse.Namespace) -> int:
@@ -728,7 +790,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default hbm3-6400)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a spec value, e.g. --set nRCDRD=30 (repeatable)")
-    p.add_argument("--trace", help="Ramulator 2 LoadStore trace file (LD/ST <addr> per line)")
+    p.add_argument("--trace", help="trace file, streamed: a Ramulator 2 LoadStore trace (LD/ST "
+                   "<addr> per line) or a numpy .npy/.npz address trace (docs/user-guide.md)")
     p.add_argument("--pattern", choices=("seq", "rand"),
                    help="built-in synthetic trace instead of --trace (default seq)")
     p.add_argument("--requests", type=_int_type(1), default=100000,
@@ -739,7 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channels", type=_int_type(1), default=1,
                    help="channels the addresses are interleaved over (default 1)")
     p.add_argument("--mapping", default="sieve", help="address mapping: sieve, RoBaRaCoCh, "
-                   "ChRaBaRoCo (default sieve)")
+                   "ChRaBaRoCo, MOP4CLXOR (Ramulator 2's XOR mapper; 32-byte requests) "
+                   "(default sieve)")
     p.add_argument("--request-bytes", type=_int_type(1, what="bytes per request"),
                    default=64, help="bytes per request (default 64; 32 = one burst, as "
                    "Ramulator's transactions)")
@@ -751,8 +815,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-low", type=_float_type(0.0, 1.0), default=0.2, metavar="FRACTION",
                    help="write-queue fill that ends a write drain (default 0.2, as Ramulator 2)")
     p.add_argument("--page", choices=("open", "closed"), default="open", help="page policy")
+    p.add_argument("--lifecycle", choices=("sieve", "ramulator2"), default="sieve",
+                   help="request lifecycle of the controller: sieve (default) or ramulator2 "
+                   "(Ramulator 2.1's generic controller: active buffer, ready-first FR-FCFS, "
+                   "refresh FIFO; docs/validation.md)")
+    p.add_argument("--inject-per-tick", type=_int_type(0, 1 << 20), default=None, metavar="N",
+                   help="requests the front end hands over per engine tick, 0 = unlimited "
+                   "(default: 0 for sieve, 1 for ramulator2, as Ramulator's LoadStoreTrace)")
+    p.add_argument("--log", default=None, metavar="FILE",
+                   help="write the command log: FILE.csv (Ramulator 2.1's command-trace "
+                   "columns) or FILE.npy (sieve.dram.log.LOG_DTYPE); `sieve check FILE` checks "
+                   "it")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_dram)
+
+    p = sub.add_parser("check", help="check a DRAM command log against a spec's timing rules "
+                       "(sieve's --log file or a raw Ramulator 2.1 command trace)",
+                       description="Run the independent timing checker (docs/checker.md) on "
+                       "command logs: sieve's .npy or .csv (`sieve dram --log`), Ramulator 2.1 "
+                       "CmdTraceRecorder text traces (one .chN file per channel, as written), or "
+                       "Ramulator 2.0 TraceRecorder files. Exit code 0: no violation; 1: "
+                       "violations (listed); 2: bad input.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="command log file(s), e.g. the "
+                   "trace.csv.ch0 trace.csv.ch1 of one Ramulator run")
+    p.add_argument("--spec", default="hbm3-6400", help="the spec the commands were issued to "
+                   "(preset or spec file; default hbm3-6400 = Ramulator 2.1's HBM3_6400Mbps)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a spec value")
+    p.add_argument("--ticks-per-clock", type=_int_type(1, 1 << 10), default=None, metavar="N",
+                   help="engine ticks per clock of the file (default: 1 for CSV, whose clock "
+                   "is in ticks; ticks_per_ck for Ramulator 2.0 files)")
+    p.add_argument("--no-refresh-check", action="store_true",
+                   help="skip the refresh-coverage rule (for excerpts and Ramulator 2.0 runs, "
+                   "which never refresh HBM)")
+    p.add_argument("--max-violations", type=_int_type(0, 1 << 20), default=20, metavar="N",
+                   help="violations listed (all are counted; default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("gemv", help="time a GEMV on the PIM units (cycle-accurate)")
     p.add_argument("--spec", default=None, help="PIM preset or spec file (default: the "

@@ -538,7 +538,7 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             n_writes += nw
             n_reads += k - nw
             run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
-                     np.ascontiguousarray(w, dtype=np.int8))
+                     np.ascontiguousarray(w, dtype=np.int8), addr)
         rc = run.advance()
     if rc < 0:
         raise _run_error(spec, "request simulation", eng.last_status)

@@ -19,6 +19,23 @@ Presets (``MAPPINGS``):
   SID, bank group, bank, row above the transaction offset; channel lowest, as in 2.0). Use it
   with ``request_bytes=32`` to feed the same LoadStore trace to both simulators.
 * ``ChRaBaRoCo``: ``co, ro, ba, bg, sid, pc, ch`` - Ramulator's row-major alternative.
+
+XOR (hash) presets (``XOR_MAPPINGS``) slice the address the same way, then XOR some fields with
+the column bits, so that consecutive lines spread over pseudo-channels, SIDs, bank groups and
+banks while rows stay open:
+
+* ``MOP4CLXOR``: Ramulator 2's "multi-offset physical, 4 cache lines, XOR" mapper, its common
+  HBM mapping (src/ramulator/controller/addr_mapper/impl/mop4clxor.cpp of CMU-SAFARI/ramulator2,
+  HEAD c5b1c3a; the same code as 2.0's linear_mappers.cpp). Above the 32 B transaction offset,
+  LSB first: ``ch`` (sieve puts the channel bits lowest, as Ramulator 2.1's
+  ``CacheLineInterleave`` channel mapper with ``interleave_bits=0``), 2 column bits, ``pc``,
+  ``sid``, ``bg``, ``ba``, the other column bits, ``ro``. Then, with the whole column value
+  ``co``, each of ``pc, sid, bg, ba, ro`` in that order is XORed with the next ``width`` bits of
+  ``co`` (``pc ^= co[0]``, ``sid ^= co[1]``, ``bg ^= co[2:4]``, ``ba ^= co[4:6]``, ``ro ^=
+  co[6:...]``; a field of width 0 takes no bits), exactly as Ramulator's loop over the levels
+  below the column does. Requests must be one 32 B burst (as Ramulator's transactions): the
+  XOR moves the bursts of a longer request to other banks. Addresses beyond the mapped capacity
+  wrap (Ramulator would give rows past the last one).
 """
 
 from __future__ import annotations
@@ -32,12 +49,17 @@ from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices
 from sieve.validate import check_int
 
-__all__ = ["MAPPINGS", "AddressMapper", "DecodedAddresses"]
+__all__ = ["MAPPINGS", "XOR_MAPPINGS", "AddressMapper", "DecodedAddresses"]
 
 MAPPINGS: dict[str, tuple[str, ...]] = {
     "sieve": ("bg", "pc", "ch", "co", "sid", "ba", "ro"),
     "RoBaRaCoCh": ("ch", "co", "pc", "sid", "bg", "ba", "ro"),
     "ChRaBaRoCo": ("co", "ro", "ba", "bg", "sid", "pc", "ch"),
+}
+#: XOR presets: (field order LSB first, fields XORed with consecutive column bits, in order).
+XOR_MAPPINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "MOP4CLXOR": (("ch", "co:2", "pc", "sid", "bg", "ba", "co", "ro"),
+                  ("pc", "sid", "bg", "ba", "ro")),
 }
 _FIELDS = ("ch", "pc", "sid", "bg", "ba", "ro", "co")
 
@@ -78,12 +100,18 @@ class AddressMapper:
         self.channels = (o.total_channels if channels is None else
                          check_int("address mapping", "channels", channels, lo=1,
                                    hi=o.total_channels))
+        #: fields XORed with consecutive column bits (XOR presets), in order
+        self.xor_fields: tuple[str, ...] = ()
         if isinstance(scheme, str):
-            key = {k.lower(): k for k in MAPPINGS}.get(scheme.lower())
+            known = {**MAPPINGS, **XOR_MAPPINGS}
+            key = {k.lower(): k for k in known}.get(scheme.lower())
             if key is None:
                 raise ConfigError(f"address mapping {scheme!r}: unknown (known: "
-                                  f"{choices(MAPPINGS)}; or give a list of fields)")
-            self.name, tokens = key, MAPPINGS[key]
+                                  f"{choices(known)}; or give a list of fields)")
+            if key in XOR_MAPPINGS:
+                self.name, (tokens, self.xor_fields) = key, XOR_MAPPINGS[key]
+            else:
+                self.name, tokens = key, MAPPINGS[key]
         else:
             self.name, tokens = "custom", tuple(scheme)
         request_bytes = check_int("address mapping", "request_bytes", request_bytes, lo=1)
@@ -93,6 +121,11 @@ class AddressMapper:
         self.request_bytes = request_bytes
         self.bursts = request_bytes // o.access_bytes
         req_col_bits = _log2(self.bursts, "request_bytes / access_bytes")
+        if self.xor_fields and self.bursts != 1:
+            raise ConfigError(f"address mapping {self.name}: requests must be one "
+                              f"{o.access_bytes}-byte burst (request_bytes {o.access_bytes}), "
+                              f"got {request_bytes}: the XOR moves the bursts of a longer "
+                              "request to other banks")
         widths = {
             "ch": _log2(self.channels, "channels"),
             "pc": _log2(o.pseudochannels, "pseudochannels"),
@@ -139,6 +172,14 @@ class AddressMapper:
             shift += bits
         self.offset_bits = _log2(request_bytes, "request_bytes")
         self.address_bits = shift + self.offset_bits
+        self._widths = {**widths, "co": col_bits - req_col_bits}
+        # (field, column-bit offset, width) of each XOR, fields of width 0 skipped
+        self.xors: list[tuple[str, int, int]] = []
+        off = 0
+        for f in self.xor_fields:
+            if widths[f]:
+                self.xors.append((f, off, widths[f]))
+                off += widths[f]
 
     def decode(self, addr: np.ndarray) -> DecodedAddresses:
         """Decode byte addresses (wrapped to the mapped capacity)."""
@@ -155,6 +196,8 @@ class AddressMapper:
                     col_shift += bits
                 else:
                     out[name] = v
+        for name, off, bits in self.xors:
+            out[name] ^= (out["co"] >> off) & ((1 << bits) - 1)
         # the request's own bursts sit below: column index of its first burst
         req_bits = self.slices[0][2]
         out["co"] = out["co"] << req_bits
@@ -165,6 +208,8 @@ class AddressMapper:
         vals = {"ch": ch, "pc": pc, "sid": sid, "bg": bg, "ba": ba, "ro": ro}
         req_bits = self.slices[0][2]
         col = co >> req_bits
+        for name, off, bits in self.xors:  # (XOR is its own inverse)
+            vals[name] = vals[name] ^ ((col >> off) & ((1 << bits) - 1))
         addr = 0
         col_shift = 0
         for i, (name, shift, bits) in enumerate(self.slices):

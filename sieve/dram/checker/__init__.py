@@ -3,8 +3,9 @@
 Pure Python/numpy, written apart from the engine: it never imports :mod:`sieve.dram.device`
 or ``sieve._dram``. :mod:`~sieve.dram.checker.api` owns validation and the report; the rules
 live in :mod:`~sieve.dram.checker.timing`, :mod:`~sieve.dram.checker.state` and
-:mod:`~sieve.dram.checker.rules`; :mod:`~sieve.dram.checker.ramulator` reads Ramulator 2
-command traces.
+:mod:`~sieve.dram.checker.rules`; :mod:`~sieve.dram.checker.ramulator` reads Ramulator 2.0
+command traces and :mod:`~sieve.dram.checker.logfile` every log file format (sieve's ``.npy`` and
+CSV, Ramulator 2.1's CSV trace, Ramulator 2.0's trace).
 """
 
 from sieve.dram.checker.api import (  # noqa: F401
@@ -17,6 +18,7 @@ from sieve.dram.checker.api import (  # noqa: F401
     make_log,
     read_ramulator_cmd_trace,
 )
+from sieve.dram.checker.logfile import LOG_FORMATS, read_command_log, read_csv_log  # noqa: F401
 
 __all__ = [
     "CheckReport",
@@ -26,5 +28,8 @@ __all__ = [
     "constraint_family",
     "constraint_text",
     "make_log",
+    "LOG_FORMATS",
+    "read_command_log",
+    "read_csv_log",
     "read_ramulator_cmd_trace",
 ]

@@ -1,0 +1,233 @@
+"""Command logs read from files, for the checker (``sieve check``).
+
+Four formats, told apart by their first bytes (never by the file name):
+
+* ``.npy``: a :data:`sieve.dram.log.LOG_DTYPE` array (``sieve dram --log FILE.npy``); read
+  without unpickling;
+* CSV with a ``clock,command,...`` header: ``sieve dram --log FILE.csv``, or a raw Ramulator 2.1
+  command trace (``CmdTraceRecorder`` text mode, one file per channel, ``<path>.ch<N>``) as it
+  comes: Ramulator's command names (``PREpb``, ``PREab``), its clock counted from 1, and any
+  extra columns (``type``, ``source``) are taken as they are;
+* a Ramulator 2.0 ``TraceRecorder`` file (no header; :mod:`sieve.dram.checker.ramulator`).
+
+Every reader returns a :data:`LOG_DTYPE` array normalised to what the engine logs: address
+fields below a command's scope are -1, the column is -1 except for column commands, and the
+row is -1 for refresh and all-bank precharge. It never imports the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sieve.dram.checker.ramulator import RAMULATOR2_HBM_LEVELS, read_ramulator_cmd_trace
+from sieve.dram.commands import BUS_COL, COMMAND_INDEX, COMMANDS, KIND_MAC, KIND_OPEN, LEVEL_INDEX
+from sieve.dram.log import LOG_DTYPE
+from sieve.dram.spec import DramSpec
+from sieve.errors import TraceFormatError
+
+__all__ = ["LOG_FORMATS", "read_command_log", "read_csv_log"]
+
+#: The formats :func:`read_command_log` tells apart.
+LOG_FORMATS = ("npy", "csv", "ramulator2.0")
+
+#: CSV header names (case-insensitive) -> LOG_DTYPE field. "Sid" may be missing (Ramulator
+#: 2.1's HBM2 has no SID level).
+_CSV_FIELDS = {"channel": "ch", "pseudochannel": "pc", "sid": "sid", "bankgroup": "bg",
+               "bank": "bank", "row": "row", "column": "col"}
+#: Ramulator command names -> sieve's (2.1: PREpb/PREab; 2.0: REFsb/PREsb/PREab)
+_ALIASES = {"PREpb": "PRE", "PREab": "PREA", "PREsb": "PRE", "REFsb": "REFpb"}
+#: Ramulator commands sieve does not model (refresh management)
+_UNMODELLED = ("RFMab", "RFMpb", "RFMsb", "VRR")
+
+_SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
+_IS_COL = np.array([c.bus == BUS_COL for c in COMMANDS])
+_HAS_ROW = np.array([c.name in ("ACT", "PRE", "RD", "WR", "RDA", "WRA")
+                     or c.kind in (KIND_OPEN, KIND_MAC) for c in COMMANDS])
+
+
+def normalise(log: np.ndarray) -> np.ndarray:
+    """Set the fields a command does not use to -1 (see the module docstring); in place."""
+    cmd = log["cmd"].astype(np.int64)
+    pc_scope = _SCOPE[cmd] < LEVEL_INDEX["bank"]
+    for f in ("sid", "bg", "bank"):
+        log[f][pc_scope] = -1
+    log["col"][~_IS_COL[cmd]] = -1
+    log["row"][~_HAS_ROW[cmd]] = -1
+    return log
+
+
+def _sniff(path: Path, who: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise TraceFormatError(f"{who}: cannot read ({exc.strerror})") from None
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    first = head.split(b"\n", 1)[0].strip().lower()
+    if first.startswith(b"clock,command"):
+        return "csv"
+    if not head.strip():
+        raise TraceFormatError(f"{who}: empty file (no commands)")
+    line = next((ln for ln in head.split(b"\n") if ln.strip() and not ln.startswith(b"#")),
+                b"")
+    if not line.split(b",")[0].strip().isdigit() or b"," not in line:
+        raise TraceFormatError(f"{who}: not a command log (expected a .npy log, a CSV with a "
+                               "'clock,command,...' header, or a Ramulator 2.0 trace of "
+                               "'<clk>, <command>, <address>...' lines)")
+    return "ramulator2.0"
+
+
+def read_csv_log(path: str | Path, *, ticks_per_clock: int = 1) -> np.ndarray:
+    """Read a CSV command log with a ``clock,command,...`` header (sieve's ``--log`` CSV or a
+    Ramulator 2.1 ``CmdTraceRecorder`` text trace).
+
+    Args:
+        path: the file.
+        ticks_per_clock: engine ticks per clock of the file (1: Ramulator 2.1 counts its
+            controller clock in ticks of its ``tick_multiplier``, half a CK on HBM3, which is
+            sieve's tick on the HBM3 presets; and sieve's own CSV is in engine ticks).
+
+    Returns:
+        A :data:`LOG_DTYPE` array, ``tick = (clock - 1) * ticks_per_clock``, ``seq`` = line
+        order, normalised (module docstring).
+
+    Raises:
+        TraceFormatError: naming the file and line of the first malformed line.
+    """
+    p = Path(path)
+    who = f"command log {str(p)!r}"
+    try:
+        text = p.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(f"{who}: cannot read ({exc.strerror})") from None
+    if not text.isascii():
+        raise TraceFormatError(f"{who}: not ASCII text")
+    lines = text.decode("ascii").splitlines()
+    if not lines:
+        raise TraceFormatError(f"{who}: empty file (no commands)")
+    header = [h.strip().lower() for h in lines[0].split(",")]
+    if header[:2] != ["clock", "command"]:
+        raise TraceFormatError(f"{who} line 1: expected a header starting 'clock,command', got "
+                               f"{lines[0][:60]!r}")
+    cols = {}
+    for i, h in enumerate(header[2:], 2):
+        f = _CSV_FIELDS.get(h)
+        if f is not None:
+            if f in cols:
+                raise TraceFormatError(f"{who} line 1: column {h!r} appears twice")
+            cols[f] = i
+    need = [n for n, f in _CSV_FIELDS.items() if f != "sid" and f not in cols]
+    if need:
+        raise TraceFormatError(f"{who} line 1: missing column(s) {', '.join(need)} (expected "
+                               "clock, command, Channel, PseudoChannel, [Sid,] BankGroup, Bank, "
+                               "Row, Column, then any others)")
+    tpc = int(ticks_per_clock)
+    if tpc < 1:
+        raise TraceFormatError(f"{who}: ticks_per_clock must be >= 1, got {ticks_per_clock}")
+    width = len(header)
+    n = len(lines) - 1
+    out = np.empty(n, dtype=LOG_DTYPE)
+    fields = [(f, cols[f]) for f in ("ch", "pc", "sid", "bg", "bank", "row", "col") if f in cols]
+    k = 0
+    names = COMMAND_INDEX
+    for lineno in range(2, n + 2):
+        line = lines[lineno - 1]
+        if not line.strip():
+            continue
+        parts = line.split(",")
+        if len(parts) != width:
+            raise TraceFormatError(f"{who} line {lineno}: {len(parts)} fields, the header has "
+                                   f"{width}")
+        name = parts[1].strip()
+        name = _ALIASES.get(name, name)
+        c = names.get(name)
+        if c is None:
+            if name in _UNMODELLED:
+                raise TraceFormatError(f"{who} line {lineno}: command {parts[1].strip()!r} is "
+                                       "not modelled by sieve (no RFM/VRR); the trace cannot "
+                                       "be checked")
+            raise TraceFormatError(f"{who} line {lineno}: unknown command {parts[1].strip()!r} "
+                                   f"(known: {', '.join(list(names) + list(_ALIASES))})")
+        try:
+            clock = int(parts[0])
+            vals = [int(parts[i]) for _, i in fields]
+        except ValueError:
+            raise TraceFormatError(f"{who} line {lineno}: clock and address fields must be "
+                                   f"integers: {line[:80]!r}") from None
+        if clock < 1:
+            raise TraceFormatError(f"{who} line {lineno}: clock {clock} < 1 (the clock counts "
+                                   "from 1)")
+        if any(v < -1 or v >= 1 << 31 for v in vals):
+            raise TraceFormatError(f"{who} line {lineno}: address field out of range [-1, "
+                                   f"2**31): {line[:80]!r}")
+        rec = out[k]
+        rec["tick"] = (clock - 1) * tpc
+        rec["seq"] = k
+        rec["cmd"] = c
+        rec["sid"] = 0
+        for (f, _), v in zip(fields, vals):
+            rec[f] = v
+        k += 1
+    out = out[:k]
+    if not k:
+        raise TraceFormatError(f"{who}: no commands")
+    return normalise(out)
+
+
+def _read_npy(path: Path, who: str) -> np.ndarray:
+    try:
+        log = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise TraceFormatError(f"{who}: not a readable .npy command log ({exc})") from None
+    if log.dtype.names is None or any(f not in log.dtype.names for f in LOG_DTYPE.names):
+        raise TraceFormatError(f"{who}: expected a structured array with the fields "
+                               f"{', '.join(LOG_DTYPE.names)} (sieve.dram.log.LOG_DTYPE), got "
+                               f"dtype {log.dtype}")
+    if log.ndim != 1:
+        raise TraceFormatError(f"{who}: expected a 1-D array, got shape {log.shape}")
+    return log
+
+
+def read_command_log(paths: str | Path | Sequence[str | Path], spec: DramSpec, *,
+                     ticks_per_clock: int | None = None,
+                     levels: Sequence[str] = RAMULATOR2_HBM_LEVELS) -> np.ndarray:
+    """Read one or more command-log files (e.g. the ``.ch0``, ``.ch1`` files of a Ramulator
+    run) into one log, ``seq`` renumbered in file order.
+
+    Args:
+        paths: a file or a list of files (formats in the module docstring, told by content).
+        spec: the spec the log will be checked against (Ramulator 2.0 files: ticks per CK).
+        ticks_per_clock: engine ticks per clock of CSV and Ramulator 2.0 files (default: 1
+            for CSV, ``spec.timing.ticks_per_ck`` for Ramulator 2.0's 1-CK clock).
+        levels: the address levels of a Ramulator 2.0 file.
+
+    Raises:
+        TraceFormatError: one message naming the file (and line) of the first problem.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    logs = []
+    for path in paths:
+        p = Path(path)
+        who = f"command log {str(p)!r}"
+        fmt = _sniff(p, who)
+        if fmt == "npy":
+            log = _read_npy(p, who)
+        elif fmt == "csv":
+            log = read_csv_log(p, ticks_per_clock=1 if ticks_per_clock is None
+                               else ticks_per_clock)
+        else:
+            log = read_ramulator_cmd_trace(p, spec, levels=levels,
+                                           ticks_per_clk=ticks_per_clock)
+            if not len(log):
+                raise TraceFormatError(f"{who}: no commands")
+            log = normalise(log)
+        logs.append(np.ascontiguousarray(log[list(LOG_DTYPE.names)]).astype(LOG_DTYPE))
+    out = np.concatenate(logs) if len(logs) > 1 else logs[0]
+    if len(logs) > 1:
+        out["seq"] = np.arange(len(out))
+    return out
