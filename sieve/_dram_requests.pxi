@@ -119,6 +119,9 @@ cdef class RequestRun:
         PC's active requests; a refresh is due one tick earlier than in the sieve lifecycle
         (Ramulator counts its clock from 1);
       * ACT and REF issue on rising CK edges only (PRE also on falling edges);
+      * in a tick, the column command (if any) is chosen before the row command, and a row
+        command ends the tick's column slot (the engine raises the channel's column-command
+        ready tick past it);
       * a read to the address of a queued (not yet activated) write is served at once (one
         tick) and a write to such an address is absorbed; neither takes a queue slot;
       * the front end injects at most ``inject_per_tick`` requests per tick but only one at
@@ -1251,6 +1254,15 @@ cdef class RequestRun:
                             self.alist[q * bpp + self.an[q]] = <int32_t>b
                             self.an[q] += 1
                         bk.valid = 0
+                if ram and (kind != K_READ and kind != K_WRITE and kind != K_READ_AP
+                            and kind != K_WRITE_AP):
+                    # Ramulator's controller fills its column slot before its row slot in a
+                    # tick: after a row command, no column command in this channel this tick
+                    for k in range(4):
+                        l = C_RD if k == 0 else C_WR if k == 1 else C_RDA if k == 2 else C_WRA
+                        i = eng.lvl_off[0] + <int64_t>c * n_cmd + l
+                        if R[i] < now + 1:
+                            R[i] = now + 1
                 # the issue changed ready times of the followers of `cmd` in this PC (and in its
                 # sibling PCs if PC-level sibling rows exist): their cached ticks are stale
                 for q0 in range(<int64_t>c * n_pc_ch, <int64_t>(c + 1) * n_pc_ch):
