@@ -750,6 +750,8 @@ def _add_exec_flags(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sieve.dram.presets import DEFAULT_DRAM_SPEC
+
     parser = _Parser(
         prog="sieve",
         description="Cycle-accurate simulation of MoE serving on GPUs with HBM-PIM.",
@@ -786,8 +788,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_characterize)
 
     p = sub.add_parser("dram", help="run a memory-request trace through the DRAM engine")
-    p.add_argument("--spec", default="hbm3-6400", help="preset or .json/.toml spec file "
-                   "(default hbm3-6400)")
+    p.add_argument("--spec", default=DEFAULT_DRAM_SPEC, help="preset or .json/.toml spec "
+                   f"file (default {DEFAULT_DRAM_SPEC})")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a spec value, e.g. --set nRCDRD=30 (repeatable)")
     p.add_argument("--trace", help="trace file, streamed: a Ramulator 2 LoadStore trace (LD/ST "
@@ -838,8 +840,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "violations (listed); 2: bad input.")
     p.add_argument("files", nargs="+", metavar="FILE", help="command log file(s), e.g. the "
                    "trace.csv.ch0 trace.csv.ch1 of one Ramulator run")
-    p.add_argument("--spec", default="hbm3-6400", help="the spec the commands were issued to "
-                   "(preset or spec file; default hbm3-6400 = Ramulator 2.1's HBM3_6400Mbps)")
+    p.add_argument("--spec", default=DEFAULT_DRAM_SPEC, help="the spec the commands were "
+                   f"issued to (preset or spec file; default {DEFAULT_DRAM_SPEC}, the twin of "
+                   "Ramulator 2.1's HBM3_6400Mbps)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a spec value")
     p.add_argument("--ticks-per-clock", type=_int_type(1, 1 << 10), default=None, metavar="N",
                    help="engine ticks per clock of the file (default: 1 for CSV, whose clock "

@@ -34,6 +34,28 @@ DATA = Path(__file__).parent / "data" / "hf_configs"
 QWEN = json.loads((DATA / "qwen3-30b-a3b.json").read_text())
 
 
+def _npy(a: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=True)  # (writes hostile files: object arrays included)
+    return buf.getvalue()
+
+
+def _npz(**arrays) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _npz_damaged() -> bytes:
+    raw = bytearray(_npz(addr=np.arange(1000) * 64))
+    raw[400] ^= 0xFF  # inside the array data: the member's CRC no longer matches
+    return bytes(raw)
+
+
 def _write(d: Path, name: str, content) -> None:
     p = d / name
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +130,30 @@ def files(tmp_path_factory) -> Path:
         w(name, text.encode("utf-8"))
     w("t_binary.trace", bytes(range(256)) * 4)
     w("t_longline.trace", b"LD " + b"1" * 100_000)
+    # numpy address traces
+    w("t_object.npy", _npy(np.array([64, "x"], dtype=object)))
+    w("t_2d.npy", _npy(np.zeros((2, 2), dtype=np.int64)))
+    w("t_float.npy", _npy(np.array([64.0, 128.0])))
+    w("t_empty.npy", _npy(np.zeros(0, dtype=np.int64)))
+    w("t_negative.npy", _npy(np.array([64, -64])))
+    w("t_meta.npz", _npz(addr=np.arange(4) * 64, meta=np.zeros(1)))
+    w("t_crc.npz", _npz_damaged())
+    # command logs (sieve check)
+    hdr = "clock,command,Channel,PseudoChannel,Sid,BankGroup,Bank,Row,Column,type,source\n"
+    w("c_ok.csv", hdr + "1,ACT,0,0,0,0,0,5,-1,0,-1\n")
+    w("c_missing.csv", "clock,command,Channel\n1,ACT,0\n")
+    w("c_rfm.csv", hdr + "1,RFMab,0,0,-1,-1,-1,-1,-1,-1,-1\n")
+    w("c_clock0.csv", hdr + "0,ACT,0,0,0,0,0,5,-1,0,-1\n")
+    w("c_fields.csv", hdr + "1,ACT,0,0,0,0,0\n")
+    w("c_latin1.csv", (hdr + "1,ACT,0,0,0,0,0,5,-1,0,-1 caf\xe9\n").encode("latin-1"))
+    w("c_dtype.npy", _npy(np.zeros(3, dtype=[("tick", "<i8"), ("cmd", "<i4")])))
+    w("c_object.npy", _npy(np.array([None, 1], dtype=object)))
+    from sieve.dram.log import LOG_DTYPE
+
+    badcmd = np.zeros(1, dtype=LOG_DTYPE)
+    badcmd["cmd"] = 99
+    w("c_badcmd.npy", _npy(badcmd))
+    (d / "logdir.csv").mkdir()
     # system files (sieve schedule --system)
     w("sys_self.json", {"base": "sys_self.json"})
     w("sys_str.json", {"base": "1xb200", "n_gpus": "x"})
@@ -247,6 +293,46 @@ ROWS = [
     (["dram", "--trace", "{F}/nonexistent.trace"], "cannot read (No such file or directory)"),
     (["dram", "--trace", "{F}"], "cannot read (Is a directory)"),
     (["dram", "--trace", "{F}/t_huge.trace", "--pattern", "seq"], "give either --trace"),
+    (["dram", "--trace", "{F}/t_object.npy"], "holds Python objects"),
+    (["dram", "--trace", "{F}/t_2d.npy"], "expected a 1-D array, got shape (2, 2)"),
+    (["dram", "--trace", "{F}/t_float.npy"], "addr must be integers, got dtype float64"),
+    (["dram", "--trace", "{F}/t_empty.npy"], "t_empty.npy': no requests"),
+    (["dram", "--trace", "{F}/t_negative.npy"], "record 1: address -64 out of range"),
+    (["dram", "--trace", "{F}/t_meta.npz"], "unknown member 'meta.npy'"),
+    (["dram", "--trace", "{F}/t_crc.npz"], "damaged archive"),
+    # ---- dram: request lifecycle, mapping, command log ------------------------------------
+    (["dram", "--lifecycle", "ramulator3"], "argument --lifecycle: invalid choice"),
+    (["dram", "--inject-per-tick", "-1"], "argument --inject-per-tick: '-1' is not an"),
+    (["dram", "--inject-per-tick", "1e3"], "argument --inject-per-tick: '1e3'"),
+    (["dram", "--mapping", "MOP4CLXOR", "--requests", "10"], "requests must be one 32-byte"),
+    (["dram", "--log", "x.txt", "--requests", "10"], "--log 'x.txt': unknown file kind '.txt'"),
+    (["dram", "--log", "log", "--requests", "10"], "unknown file kind '(none)'"),
+    (["dram", "--log", "", "--requests", "10"], "--log: empty file name"),
+    (["dram", "--log", "{F}/logdir.csv", "--requests", "10"], "is a folder, expected a file"),
+    (["dram", "--log", "{F}/existing_file/x.csv", "--requests", "10"], "is not a folder"),
+    (["dram", "--log", "x.csv", "--spec", "hbm9"], "DRAM spec 'hbm9': unknown"),
+    (["dram", "--log", "x.npy", "--trace", "{F}/t_underscore_dec.trace"], "line 2: field 2"),
+    (["dram", "--log", "x.csv", "--trace", "{F}/t_negative.npy"], "record 1: address -64"),
+    # ---- check -------------------------------------------------------------------------------
+    (["check"], "the following arguments are required: FILE"),
+    (["check", "{F}/nonexistent.csv"], "cannot read (No such file or directory)"),
+    (["check", "{F}"], "cannot read (Is a directory)"),
+    (["check", "{F}/t_empty.trace"], "empty file (no commands)"),
+    (["check", "{F}/t_lower.trace"], "not a command log"),
+    (["check", "{F}/t_binary.trace"], "not a command log"),
+    (["check", "{F}/c_missing.csv"], "line 1: missing column(s) pseudochannel"),
+    (["check", "{F}/c_rfm.csv"], "line 2: command 'RFMab' is not modelled by sieve"),
+    (["check", "{F}/c_clock0.csv"], "line 2: clock 0 < 1"),
+    (["check", "{F}/c_fields.csv"], "line 2: 7 fields, the header has 11"),
+    (["check", "{F}/c_latin1.csv"], "c_latin1.csv': not ASCII text"),
+    (["check", "{F}/c_dtype.npy"], "expected a structured array with the fields"),
+    (["check", "{F}/c_object.npy"], "not a readable .npy command log"),
+    (["check", "{F}/c_badcmd.npy"], "record 0 has cmd 99"),
+    (["check", "{F}/c_ok.csv", "{F}/c_rfm.csv"], "c_rfm.csv' line 2"),
+    (["check", "{F}/c_ok.csv", "--spec", "hbm9"], "DRAM spec 'hbm9': unknown"),
+    (["check", "{F}/c_ok.csv", "--set", "nRCDRD=x"], "timing nRCDRD must be an integer"),
+    (["check", "{F}/c_ok.csv", "--ticks-per-clock", "0"], "argument --ticks-per-clock"),
+    (["check", "{F}/c_ok.csv", "--max-violations", "-1"], "argument --max-violations"),
     # ---- dram: spec files ----------------------------------------------------------------
     (["dram", "--spec", "hbm9"], "DRAM spec 'hbm9': unknown (known:"),
     (["dram", "--spec", "{F}/self.json"], "'base' chain loops back"),

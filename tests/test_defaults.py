@@ -17,10 +17,6 @@ ROOT = Path(__file__).resolve().parents[1] / "sieve"
 #: removes it; the scan fails on any literal beyond these counts and on an entry that no longer
 #: matches, so the list can only shrink.
 ALLOWED: dict[tuple[str, str], int] = {
-    # `sieve dram` defaults to plain HBM3 (Ramulator 2.1's HBM3_6400Mbps, for side-by-side
-    # runs), not to DEFAULT_SPEC. A DEFAULT_DRAM_SPEC constant belongs in sieve/dram/presets.py
-    # (owned by the engine work); until it exists the CLI names it. TEMPORARY.
-    ("sieve/cli.py", "hbm3-6400"): 1,
     # Data, not a default: the GPU the dense GEMM / MoE tables were measured on
     # (costmodels.MEASURED_GPU; hardware.md §3.2-3.3 are B200 rows). Permanent.
     ("sieve/calibration/costmodels.py", "b200"): 1,

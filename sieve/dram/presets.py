@@ -19,7 +19,7 @@ from sieve.dram.spec import DramOrg, DramSpec, DramTiming, PimConfig, ns_to_ck
 from sieve.errors import ConfigError, choices, lookup
 from sieve.validate import check_mapping, read_text
 
-__all__ = ["DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec", "load_spec"]
+__all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec", "load_spec"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,6 +243,10 @@ PRESETS: dict[str, DramSpec] = {
     )
 }
 DEFAULT_SPEC = "b200-hbm3e-pim"
+#: The plain-DRAM spec of ``sieve dram`` and ``sieve check`` when none is named: HBM3-6400, the
+#: twin of Ramulator 2.1's HBM3_6400Mbps, so that the same trace runs side by side with it
+#: (shared/reference/ramulator2.md §2).
+DEFAULT_DRAM_SPEC = "hbm3-6400"
 
 
 def get_spec(name_or_spec: str | DramSpec, overrides: Mapping[str, Any] | None = None
