@@ -19,7 +19,8 @@ from sieve.dram.spec import DramOrg, DramSpec, DramTiming, PimConfig, ns_to_ck
 from sieve.errors import ConfigError, choices, lookup
 from sieve.validate import check_mapping, read_text
 
-__all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec", "load_spec"]
+__all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec",
+           "load_spec"]
 
 
 # --------------------------------------------------------------------------------------------
