@@ -464,7 +464,10 @@ class DramSpec:
                                   f"(known: {choices(COMMAND_INDEX)})")
             if check_number(who, f"bus_ck.{cmd}", ck, lo=None) <= 0:
                 raise ConfigError(f"{who}: bus occupancy of {cmd} must be > 0 CK, got {ck}")
-            self.bus_ticks(cmd)
+            if self.bus_ticks(cmd) > MAX_TIMING:
+                raise ConfigError(f"{who}: bus occupancy of {cmd} must be at most "
+                                  f"{MAX_TIMING} ticks ({MAX_TIMING // t.ticks_per_ck} CK at "
+                                  f"ticks_per_ck={t.ticks_per_ck}), got {ck} CK")
         if self.pim is not None:
             if not isinstance(self.pim, PimConfig):
                 raise ConfigError(f"{who}: pim must be none (no PIM units) or PIM settings; set "
