@@ -18,7 +18,12 @@ cdef enum:
     P_REF = 8        # 1: a refresh sequence is in progress ahead of the PC's next command
     P_WEND = 9       # end of the kernel before the barrier the PC waits at
     P_PROG = 10      # tick of the PC's last GWRITE / MACAB / RDRES (stall watchdog)
-    P_NFIELDS = 11
+    P_SQ = 11        # PH_SEQ: the mode sequence being issued (SEQ_*)
+    P_ST = 12        # PH_SEQ: its current step (row of the step table)
+    P_BANK = 13      # bank (within the PC) of the step's next command
+    P_OVK = 14       # overhead span being timed (OV_*), -1 none
+    P_OVS = 15       # tick the span started (the PC's previous command, or its ready tick)
+    P_NFIELDS = 16
 
 cdef enum:
     PH_GW = 0
@@ -27,6 +32,36 @@ cdef enum:
     PH_DONE = 3
     PH_WAIT = 4      # at a barrier, waiting for the other PCs of its barrier set
     PH_CLOSE = 5     # stream done; closes its PIM row (idle policy "closed") before PH_DONE
+    PH_START = 6     # a kernel may start: its mode sequences (if any), then PH_GW
+    PH_SEQ = 7       # issuing a mode sequence (sieve.dram.pimmode) step by step
+
+# Mode sequences (sieve.dram.pimmode.SEQUENCES), in the order a kernel meets them, and the
+# overhead spans timed per PC (sieve.dram.pimmode.OVERHEADS: the sequences, then readback)
+cdef enum:
+    SEQ_PARK_IN = 0
+    SEQ_SB_HAB = 1
+    SEQ_CRF = 2
+    SEQ_HAB_PIM = 3
+    SEQ_PIM_HAB = 4
+    SEQ_HAB_SB = 5
+    SEQ_PARK_OUT = 6
+    N_SEQ = 7
+    OV_READBACK = 7
+    N_OV = 8
+
+# Step table columns and operations (sieve.dram.pimmode: OP_*, STEP_FIELDS)
+cdef enum:
+    S_OP = 0
+    S_SID = 1
+    S_BG = 2
+    S_BA = 3
+    S_ROW = 4
+    S_COL = 5
+    S_NFIELDS = 6
+    OP_ACT = 0
+    OP_PRE = 1
+    OP_RD = 2
+    OP_WR = 3
 
 cdef enum:
     CAND_WORK = 0    # a command of the PC's kernel stream
@@ -78,6 +113,10 @@ cdef class _PimRun:
     cdef tick_t pull
     cdef tick_t stall_limit
     cdef bint closed                    # idle policy IDLE_CLOSED
+    cdef const int64_t[:, ::1] steps    # mode sequence steps (S_NFIELDS per step)
+    cdef const int64_t[::1] seq_ptr     # CSR: steps of each sequence (N_SEQ + 1)
+    cdef bint modes                     # the spec has a mode protocol (non-empty sequences)
+    cdef int64_t[:, ::1] ovh            # per PC, per OV_*: ticks of its overhead spans
     # raw views for the hot loop
     cdef int64_t* S                     # st (P_NFIELDS per PC)
     cdef const int64_t* K               # kernel table (K_NFIELDS per kernel)
@@ -90,6 +129,10 @@ cdef class _PimRun:
     cdef int64_t* DUE                   # engine: per-PC refresh due tick
     cdef const int32_t* AB              # engine: per-PC all-bank row of the PIM row buffer
     cdef const int32_t* NOPEN           # engine: per-PC open banks of the PIM row buffer
+    cdef const int32_t* OROW            # engine: open row per bank, normal buffer (buffer 0)
+    cdef const int32_t* AB0             # engine: per-PC all-bank row of buffer 0
+    cdef const int64_t* SP              # seq_ptr
+    cdef const int64_t* STP             # steps
     cdef int64_t n_pcs
     cdef int64_t n_kern
     cdef int64_t n_slots
@@ -108,6 +151,10 @@ cdef class _PimRun:
         self.DUE = &e.ref_due[0]
         self.AB = &e.ab_row[e.pim_ab_off]
         self.NOPEN = &e.n_open[e.pim_ab_off]
+        self.OROW = &e.open_row[0]
+        self.AB0 = &e.ab_row[0]
+        self.SP = &self.seq_ptr[0]
+        self.STP = &self.steps[0, 0]
         self.n_pcs = self.st.shape[0]
         self.n_kern = self.kern.shape[0]
         self.n_slots = self.pk.shape[0]
@@ -146,7 +193,7 @@ cdef class _PimRun:
             p = self.mem[i]
             slot = self.st[p, P_SLOT]
             if self.st[p, P_PH] == PH_WAIT and self.pb[slot] == s:
-                self.st[p, P_PH] = PH_GW
+                self.st[p, P_PH] = PH_START
                 self.st[p, P_READY] = top + self.kern[self.pk[slot], K_GAP]
         self.bar_cur[s] += 1
         self.bar_arr[s] = 0
@@ -178,6 +225,9 @@ cdef class _PimRun:
             else:
                 # no readback: it ends with its last command (+1 CK)
                 self.KE[slot] = self.LAST[q] + self.eng.tpc
+        elif self._mk(self._k(slot)):
+            # a mode protocol: the PC is busy until its exit sequence's last command (+1 CK)
+            self.KE[slot] = _max(self.KE[slot], self.LAST[q] + self.eng.tpc)
         end = self.KE[slot]
         self.busy[q] += end - self.KS[slot]
         if end > self.finish[q]:
@@ -192,8 +242,71 @@ cdef class _PimRun:
         elif self.pb[slot] >= 0:
             self._arrive(q, end)
         else:
-            s[P_PH] = PH_GW
+            s[P_PH] = PH_START
             s[P_READY] = end + self._k(slot)[K_GAP]
+
+    cdef inline bint _mk(self, const int64_t* kr) noexcept nogil:
+        """Whether a kernel runs inside the mode protocol: the spec has one and the kernel
+        issues commands (a kernel with no command starts and ends when it may start)."""
+        return self.modes and (kr[K_GW] > 0 or (kr[K_ROWS] > 0 and kr[K_MACS] > 0)
+                               or kr[K_NRES] > 0)
+
+    cdef inline void _span_begin(self, int64_t q, int64_t* s, int64_t kind) noexcept nogil:
+        """Start timing an overhead span of PC q at its previous command (or the tick its
+        kernel may start, if later)."""
+        s[P_OVK] = kind
+        s[P_OVS] = _max(self.LAST[q], s[P_READY])
+
+    cdef inline void _span_end(self, int64_t q, int64_t* s) noexcept nogil:
+        """Book the span being timed: up to the PC's latest command."""
+        cdef int64_t k = s[P_OVK]
+        if k >= 0:
+            SIEVE_CHECK_INDEX(k, N_OV)
+            if self.LAST[q] > s[P_OVS]:
+                self.ovh[q, k] += self.LAST[q] - s[P_OVS]
+            s[P_OVK] = -1
+
+    cdef inline void _seq_begin(self, int64_t q, int64_t* s, int64_t sq) noexcept nogil:
+        s[P_PH] = PH_SEQ
+        s[P_SQ] = sq
+        s[P_ST] = self.SP[sq]
+        self._span_begin(q, s, sq)
+
+    cdef inline void _bank_nodes(self, int64_t q, int64_t b, int* nodes) noexcept nogil:
+        """Nodes at the SID, bank-group and bank levels of bank b (index within PC q)."""
+        nodes[4] = <int>(q * self.eng.banks_per_pc + b)
+        nodes[3] = nodes[4] // self.eng.cnt[4]
+        nodes[2] = nodes[3] // self.eng.cnt[3]
+
+    cdef inline int _seq_cmd(self, int64_t q, int64_t* s) noexcept nogil:
+        """The next command of the current mode-sequence step (-1: the step is done or
+        skipped, s[P_ST] advanced; call again). ACT: skipped when the row is open; PRE:
+        skipped when the bank is closed; RD/WR: the row is opened first when needed. A row
+        that must be closed first is closed with PREAB when an all-bank row holds the bank
+        (shared row buffers), else with PRE."""
+        cdef const int64_t* st
+        cdef int64_t op, b, row, cur
+        SIEVE_CHECK_INDEX(s[P_ST], self.steps.shape[0])
+        st = self.STP + s[P_ST] * S_NFIELDS
+        op = st[S_OP]
+        b = (st[S_SID] * self.eng.cnt[3] + st[S_BG]) * self.eng.cnt[4] + st[S_BA]
+        row = st[S_ROW]
+        SIEVE_CHECK_INDEX(q * self.eng.banks_per_pc + b, self.eng.n_nodes[4])
+        cur = self.OROW[q * self.eng.banks_per_pc + b]
+        s[P_BANK] = b
+        if op == OP_PRE:
+            if cur < 0:
+                s[P_ST] += 1
+                return -1
+            return C_PRE
+        if cur == row:
+            if op == OP_ACT:
+                s[P_ST] += 1
+                return -1
+            return C_RD if op == OP_RD else C_WR
+        if self.AB0[q] >= 0:
+            return C_PREAB
+        return C_PRE if cur >= 0 else C_ACT
 
     cdef inline int _next(self, int64_t q, int64_t* s) noexcept nogil:
         """Next command of PC q's stream (-1 when it is finished or waits at a barrier); `s`
@@ -203,7 +316,8 @@ cdef class _PimRun:
         so calling it again without an issue returns the same command.
         """
         cdef const int64_t* kr
-        cdef int64_t row, open_row, ph
+        cdef int64_t row, open_row, ph, sq
+        cdef int cmd
         while True:
             ph = s[P_PH]
             if ph == PH_DONE or ph == PH_WAIT:
@@ -215,7 +329,29 @@ cdef class _PimRun:
                 s[P_PH] = PH_DONE
                 return -1
             kr = self._k(s[P_SLOT])
-            if ph == PH_GW:
+            if ph == PH_START:
+                if self._mk(kr):
+                    self._seq_begin(q, s, SEQ_PARK_IN)
+                else:
+                    s[P_PH] = PH_GW
+            elif ph == PH_SEQ:
+                if s[P_ST] < self.SP[s[P_SQ] + 1]:
+                    cmd = self._seq_cmd(q, s)
+                    if cmd >= 0:
+                        return cmd
+                    continue
+                self._span_end(q, s)
+                sq = s[P_SQ]
+                if sq == SEQ_HAB_PIM:
+                    s[P_PH] = PH_GW
+                elif sq == SEQ_PIM_HAB:
+                    s[P_PH] = PH_RES
+                    self._span_begin(q, s, OV_READBACK)
+                elif sq == SEQ_PARK_OUT:
+                    self._finish_kernel(q)
+                else:
+                    self._seq_begin(q, s, sq + 1)
+            elif ph == PH_GW:
                 if s[P_CNT] < kr[K_GW]:
                     return C_GWRITE
                 s[P_PH] = PH_ROW
@@ -227,7 +363,10 @@ cdef class _PimRun:
                     row = kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R]
                     open_row = self.AB[q]
                     if open_row != row:
-                        return C_PREAB if open_row >= 0 else C_ACTAB
+                        if open_row >= 0:
+                            return C_PREAB
+                        # a mode sequence's row left open where ACTAB needs every bank closed
+                        return C_PREA if self.NOPEN[q] > 0 else C_ACTAB
                     if s[P_CNT] < kr[K_MACS]:
                         return C_MACAB
                     s[P_R] += 1
@@ -237,16 +376,26 @@ cdef class _PimRun:
                 s[P_CNT] = 0
                 if s[P_K] < kr[K_NCHUNK]:
                     s[P_PH] = PH_GW
+                elif self._mk(kr):
+                    self._seq_begin(q, s, SEQ_PIM_HAB)
                 else:
                     s[P_PH] = PH_RES
+                    self._span_begin(q, s, OV_READBACK)
             else:  # PH_RES
                 if s[P_CNT] < kr[K_NRES]:
                     return C_RDRES
+                self._span_end(q, s)
                 s[P_V] += 1
                 s[P_K] = 0
                 s[P_CNT] = 0
                 if s[P_V] < kr[K_NVEC]:
-                    s[P_PH] = PH_GW
+                    if self._mk(kr):
+                        self._seq_begin(q, s, SEQ_HAB_PIM)
+                    else:
+                        s[P_PH] = PH_GW
+                    continue
+                if self._mk(kr):
+                    self._seq_begin(q, s, SEQ_HAB_SB)
                     continue
                 self._finish_kernel(q)
 
@@ -287,6 +436,8 @@ cdef class _PimRun:
                 if cmd >= 0:
                     kind = CAND_WORK
                     work = True
+                    if self.eng.cmd_scope[cmd] == LV_BANK:  # a mode-sequence step
+                        self._bank_nodes(q, s[P_BANK], nodes)
                     e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes),
                                                        LAST[q]),
                                                   _max(s[P_READY], floor)))
@@ -350,7 +501,9 @@ cdef class _PimRun:
             return rc
         slot = s[P_SLOT]
         kr = self._k(slot)
-        if cmd == C_ACTAB or cmd == C_PREAB:
+        if s[P_PH] == PH_SEQ:
+            return self._issue_step(q, c, s, slot, cmd, now)
+        if cmd == C_ACTAB or cmd == C_PREAB or cmd == C_PREA:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
             # closes its row before the first MAC every time, or refreshes never end)
             if now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
@@ -368,12 +521,43 @@ cdef class _PimRun:
             col = <int>(s[P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
         rc = self.eng._issue(cmd, nodes, row, col, now)
         self._ordered(q, c, now)
-        if cmd != C_ACTAB and cmd != C_PREAB:
+        if cmd != C_ACTAB and cmd != C_PREAB and cmd != C_PREA:
             s[P_CNT] += 1
             if cmd == C_RDRES and s[P_CNT] == kr[K_NRES] and s[P_V] + 1 == kr[K_NVEC]:
                 self.KE[slot] = now + self.eng.read_lat
         return rc
 
+
+    cdef int _issue_step(self, int64_t q, int c, int64_t* s, int64_t slot, int cmd,
+                         tick_t now) noexcept nogil:
+        """Issue `cmd` of PC q's current mode-sequence step at `now`: the step's own command
+        (which completes it) or one that prepares its bank (PREAB, PRE, ACT)."""
+        cdef int nodes[5]
+        cdef const int64_t* st = self.STP + s[P_ST] * S_NFIELDS
+        cdef int64_t op = st[S_OP]
+        cdef int row = -1, col = -1, rc
+        cdef bint done = ((op == OP_ACT and cmd == C_ACT) or (op == OP_PRE and cmd == C_PRE)
+                          or (op == OP_RD and cmd == C_RD) or (op == OP_WR and cmd == C_WR))
+        nodes[0] = c
+        nodes[1] = <int>q
+        nodes[2] = nodes[3] = nodes[4] = 0
+        if done:
+            s[P_PROG] = now  # a completed step is progress (stall watchdog)
+        elif now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
+            return E_STALL
+        if self.KS[slot] < 0:
+            self.KS[slot] = now
+        if self.eng.cmd_scope[cmd] == LV_BANK:
+            self._bank_nodes(q, s[P_BANK], nodes)
+            if cmd != C_PRE:
+                row = <int>st[S_ROW]
+            if cmd == C_RD or cmd == C_WR:
+                col = <int>st[S_COL]
+        rc = self.eng._issue(cmd, nodes, row, col, now)
+        self._ordered(q, c, now)
+        if done:
+            s[P_ST] += 1
+        return rc
 
     cdef int _settle(self, int c, tick_t end) noexcept nogil:
         """Idle policy "closed", once the run's end tick `end` is known: every PC of channel
@@ -567,11 +751,47 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
             raise ValueError(f"run_pim: kernel gap {gap} ticks out of range")
 
 
+def _check_modes(Engine eng, steps, seq_ptr, overhead, int64_t n_pcs):
+    """Validate the mode-sequence table (sieve.dram.pimmode.mode_sequences) and the overhead
+    output; None: no protocol / a scratch array."""
+    if steps is None:
+        steps = np.zeros((1, S_NFIELDS), dtype=np.int64)
+        seq_ptr = np.zeros(N_SEQ + 1, dtype=np.int64)
+    st = np.ascontiguousarray(steps, dtype=np.int64)
+    sp = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+    if st.ndim != 2 or st.shape[1] != S_NFIELDS or st.shape[0] < 1 or sp.shape != (N_SEQ + 1,) \
+            or sp[0] != 0 or np.any(np.diff(sp) < 0) or sp[N_SEQ] > st.shape[0]:
+        raise ValueError(f"run_pim: steps must be an (n >= 1, {S_NFIELDS}) int64 table and "
+                         f"seq_ptr a CSR pointer of {N_SEQ} sequences over it")
+    used = st[:sp[N_SEQ]]
+    if used.size:
+        op, sid, bg, ba, row, col = used.T
+        rw = (op == OP_RD) | (op == OP_WR)
+        if (np.any((op < OP_ACT) | (op > OP_WR)) or np.any((sid < 0) | (sid >= eng.cnt[2]))
+                or np.any((bg < 0) | (bg >= eng.cnt[3])) or np.any((ba < 0) | (ba >= eng.cnt[4]))
+                or np.any((op != OP_PRE) & ((row < 0) | (row >= eng.n_rows)))
+                or np.any(rw & ((col < 0) | (col >= eng.n_cols)))):
+            raise ValueError("run_pim: a mode-sequence step addresses a command, bank, row or "
+                             "column outside the device")
+    if overhead is None:
+        overhead = np.zeros((max(n_pcs, 1), N_OV), dtype=np.int64)
+    elif not (isinstance(overhead, np.ndarray) and overhead.dtype == np.int64
+              and overhead.shape == (n_pcs, N_OV) and overhead.flags.c_contiguous
+              and overhead.flags.writeable):
+        raise ValueError(f"run_pim: overhead must be a writable C-contiguous int64 array of "
+                         f"shape ({n_pcs}, {N_OV})")
+    return st, sp, overhead
+
+
+#: Overhead spans reported per PC by run_pim (sieve.dram.pimmode.OVERHEADS).
+N_OVERHEADS = N_OV
+
+
 def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_ptr,
             const int32_t[::1] prog_kern, const int32_t[::1] prog_bar, int n_sets,
             int n_sim_ch, tick_t start, int64_t[::1] k_start, int64_t[::1] k_end,
             int64_t[::1] pc_busy, int64_t[::1] pc_finish, int64_t[::1] n_refresh, *,
-            int idle=IDLE_OPEN, ch_counts=None):
+            int idle=IDLE_OPEN, ch_counts=None, steps=None, seq_ptr=None, overhead=None):
     """Run one in-order PIM command stream per pseudo-channel of the first ``n_sim_ch``
     channels, from tick ``start`` on, continuing from the engine's state; returns the end
     tick (the latest kernel end, at least ``start``), or -1 on an error (eng.last_status).
@@ -649,6 +869,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
                          f"shape ({n_sim_ch}, {eng.n_cmd})")
     cdef int n_pc_ch = eng.cnt[1]
     cdef int64_t n_pcs = <int64_t>n_sim_ch * n_pc_ch
+    steps, seq_ptr, overhead = _check_modes(eng, steps, seq_ptr, overhead, n_pcs)
     mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
     cdef _PimRun run = _PimRun()
     run.eng = eng
@@ -672,6 +893,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.n_pc_ch = n_pc_ch
     run.chc = ch_counts
     run.closed = idle == IDLE_CLOSED
+    run.steps = steps
+    run.seq_ptr = seq_ptr
+    run.modes = bool(seq_ptr[N_SEQ] > 0)
+    run.ovh = overhead
     run._bind()
     run.pull = PULL_IN * eng.nREFI
     run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
@@ -686,12 +911,14 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     k_start[:] = -1
     k_end[:] = -1
     ch_counts[...] = 0
+    overhead[...] = 0
     for q in range(n_pcs):
         st[q, P_SLOT] = prog_ptr[q]
         st[q, P_END] = prog_ptr[q + 1]
         st[q, P_PROG] = start
+        st[q, P_OVK] = -1
         if prog_ptr[q] < prog_ptr[q + 1]:
-            st[q, P_PH] = PH_GW
+            st[q, P_PH] = PH_START
             st[q, P_READY] = start + kernels[prog_kern[prog_ptr[q]], K_GAP]
         else:  # an empty stream: done (closing its row under IDLE_CLOSED, not before start)
             st[q, P_PH] = PH_CLOSE if run.closed else PH_DONE

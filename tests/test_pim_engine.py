@@ -132,7 +132,9 @@ def test_lowering_counts_and_padding():
     assert k.macs * 64 * 8 * 32 == lay.weight_bytes
     assert lay.padding == 0.0
     assert k.gw_per_chunk * k.n_chunks * 32 == 4096 * 2  # the whole input vector per PC
-    assert k.n_res * 32 == 4096 // 64 * 2  # the PC's outputs
+    # the PC's outputs, 16 lane partial sums each: the PU has no adder tree, the host adds
+    assert lay.lane_partials == 16
+    assert k.n_res * 32 == 4096 // 64 * 16 * 2
     odd = pim.gemv_layout(spec, 1000, 3000, 1, col_groups=1)
     assert odd.padded_weight_bytes >= odd.weight_bytes and 0 < odd.padding < 0.25
 

@@ -30,6 +30,7 @@ from sieve.dram.commands import COMMAND_INDEX, COMMANDS, LEVEL_INDEX
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.mapping import AddressMapper
 from sieve.dram.memtrace import CHUNK_REQUESTS, RequestTrace, TraceFile, open_trace
+from sieve.dram.pimmode import OVERHEADS, mode_sequences, reserved_rows
 from sieve.dram.presets import PRESETS, get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
@@ -727,6 +728,13 @@ class GemvKernel:
                 f"PIM kernel {self}: its weights need rows {self.base_row}.."
                 f"{self.base_row + used - 1} of every bank ({used} rows from base_row "
                 f"{self.base_row}) but a bank of {spec.name} has {spec.org.rows} rows")
+        hit = [r for r in reserved_rows(spec) if used and self.base_row <= r < self.base_row + used]
+        if hit:
+            raise ConfigError(
+                f"PIM kernel {self}: its weights use rows {self.base_row}.."
+                f"{self.base_row + used - 1}, which hold row {hit[0]:#x} that the "
+                f"{spec.pim.modes!r} mode protocol of {spec.name} reserves (reserved: "
+                f"{', '.join(f'{r:#x}' for r in reserved_rows(spec))}); use base_row")
         gap = int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9)) if self.gap_ns else 0
         if gap > _dram.MAX_TICK // 2:
             raise ConfigError(f"PIM kernel: gap_ns {self.gap_ns} is beyond the simulated time "
@@ -764,6 +772,9 @@ class PimResult:
     log: np.ndarray | None = field(default=None, repr=False)
     start_ns: float = 0.0
     end_ns: float | None = None  # (None: time_ns, for results built by hand)
+    # per PC x sieve.dram.pimmode.OVERHEADS: ns its stream spent in each mode sequence and in
+    # its read-backs (None: not recorded, for results built by hand)
+    pc_overhead_ns: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.end_ns is None:
@@ -780,6 +791,26 @@ class PimResult:
         m = float(self.pc_busy_ns.mean())
         return float(self.pc_busy_ns.max()) / m if m > 0 else 1.0
 
+    @property
+    def overhead_ns(self) -> dict[str, float]:
+        """Mean over PCs of the time each PC's in-order stream spent in every mode sequence
+        (:data:`sieve.dram.pimmode.SEQUENCES`: park-in, SB->HAB, CRF writes, HAB->HAB_PIM,
+        HAB_PIM->HAB, HAB->SB, park-out; all 0 without a mode protocol) and in its result
+        read-backs (``readback``). A span runs from the PC's command before the sequence (or
+        the tick its kernel may start) to the sequence's last command; spans of one PC never
+        overlap, so their sum is part of its busy time."""
+        if self.pc_overhead_ns is None:
+            return {}
+        m = self.pc_overhead_ns.mean(axis=0)
+        return {k: float(m[i]) for i, k in enumerate(OVERHEADS)}
+
+    @property
+    def mode_switch_ns(self) -> float:
+        """Mean per PC of the mode transitions and park reads (every sequence but the CRF
+        writes)."""
+        o = self.overhead_ns
+        return float(sum(v for k, v in o.items() if k not in ("crf", "readback")))
+
     def kernel_times_ns(self, pc: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.kernel_ptr[pc], self.kernel_ptr[pc + 1]
         return self.kernel_start_ns[a:b], self.kernel_end_ns[a:b]
@@ -792,6 +823,7 @@ class PimResult:
             "mean_pc_utilization": float(self.pc_utilization.mean()),
             "imbalance": self.imbalance, "refreshes": self.refreshes,
             "command_counts": dict(self.command_counts),
+            "overhead_ns": self.overhead_ns,
         }
 
 
@@ -897,6 +929,7 @@ class PimDevice:
         arrays = self.spec.to_arrays()
         arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
         self._engine = _dram.Engine(arrays, self.spec.org.total_channels, self.logging)
+        self._steps, self._seq_ptr = mode_sequences(self.spec)  # empty without a protocol
         self._layout = self._engine.layout()
         self._horizon = _history_horizon(arrays, self._layout)
         self.tick_ns = self.spec.tick_ns
@@ -1125,10 +1158,12 @@ class PimDevice:
             finish = np.full(len(streams), start, dtype=np.int64)
             n_ref = np.zeros(len(streams), dtype=np.int64)
             chc = np.zeros((sim, len(COMMANDS)), dtype=np.int64)
+            ovh = np.zeros((len(streams), len(OVERHEADS)), dtype=np.int64)
             try:
                 end = _dram.run_pim(eng, kernels, prog_ptr, pk, pb, len(sets), sim, start,
                                     k_start, k_end, busy, finish, n_ref,
-                                    idle=IDLE_POLICIES.index(self.idle), ch_counts=chc)
+                                    idle=IDLE_POLICIES.index(self.idle), ch_counts=chc,
+                                    steps=self._steps, seq_ptr=self._seq_ptr, overhead=ovh)
             except BaseException:
                 self._broken = True
                 raise
@@ -1137,10 +1172,10 @@ class PimDevice:
                 raise _run_error(spec, "PIM program", eng.last_status)
             log = eng.take_log() if self.logging else None
             out = (k_start, k_end, busy, finish, n_ref, int(end), log,
-                   eng.counts() - counts0, eng.n_issued - seq0, chc)
+                   eng.counts() - counts0, eng.n_issued - seq0, chc, ovh)
             if key is not None:
                 self.memo._put(key, self, out, base, norm, sim, seq0)
-        k_start, k_end, busy, finish, n_ref, end, log, delta, n_sim_cmds, chc = out
+        k_start, k_end, busy, finish, n_ref, end, log, delta, n_sim_cmds, chc, ovh = out
         n = len(prog_kern)
         ks, ke = k_start[:n], k_end[:n]
         if cls is not None:
@@ -1165,6 +1200,7 @@ class PimDevice:
                 log = _class_log(log, cls, order, sim, seq0)
             take = cls[:, None] * npc + back  # (channel, PC) -> simulated PC
             busy, finish, n_ref = (a[take].ravel() for a in (busy, finish, n_ref))
+            ovh = ovh[take.ravel()]
             slots = _csr_rows(prog_ptr, take.ravel())
             ks, ke = k_start[slots], k_end[slots]
             delta = per_ch.sum(axis=0)
@@ -1183,6 +1219,7 @@ class PimDevice:
             cycles=-(-(int(end) - start) // spec.timing.ticks_per_ck),
             time_ns=float((end - start) * tick),
             pc_busy_ns=busy * tick, pc_finish_ns=finish * tick,
+            pc_overhead_ns=ovh * tick,
             kernel_ptr=ptr_all, kernel_start_ns=ks * tick,
             kernel_end_ns=ke * tick, command_counts=counts,
             refreshes=int(n_ref.sum()), log=log, start_ns=float(start * tick),
@@ -1410,7 +1447,7 @@ class ProgramMemo:
         npc = lay["pcs_per_channel"]
         lseq = final["pc_lseq"].reshape(lay["n_channels"], npc)[:sim]
         fnorm["lseq_rel"] = np.where(lseq > seq0, lseq - seq0, 0)
-        k_start, k_end, busy, finish, n_ref, end, log, delta, n_cmds, chc = out
+        k_start, k_end, busy, finish, n_ref, end, log, delta, n_cmds, chc, ovh = out
         rel = (np.where(k_start >= 0, k_start - base, -1), np.where(k_end >= 0, k_end - base, -1),
                busy.copy(), finish - base, n_ref.copy(), end - base)
         if log is not None:
@@ -1419,10 +1456,10 @@ class ProgramMemo:
             log["seq"] -= seq0
         if self.max_entries is not None and len(self._table) >= self.max_entries:
             self._table.pop(next(iter(self._table)))
-        self._table[key] = (rel, fnorm, log, delta.copy(), n_cmds, chc.copy())
+        self._table[key] = (rel, fnorm, log, delta.copy(), n_cmds, chc.copy(), ovh.copy())
 
     def _replay(self, dev: PimDevice, entry: tuple, base: int, sim: int, seq0: int) -> tuple:
-        (ks, ke, busy, finish, n_ref, end), fnorm, log, delta, n_cmds, chc = entry
+        (ks, ke, busy, finish, n_ref, end), fnorm, log, delta, n_cmds, chc, ovh = entry
         eng = dev._engine
         lay = eng.layout()
         state = eng.get_state()
@@ -1439,7 +1476,7 @@ class ProgramMemo:
             log["seq"] += seq0
         return (np.where(ks >= 0, ks + base, -1), np.where(ke >= 0, ke + base, -1),
                 busy.copy(), finish + base, n_ref.copy(), end + base, log, delta, n_cmds,
-                chc.copy())
+                chc.copy(), ovh.copy())
 
 
 def run_pim(spec: DramSpec | str,

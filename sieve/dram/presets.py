@@ -143,7 +143,14 @@ def _samsung_hbm2_pim() -> DramSpec:
     org = DramOrg(stacks=4, channels=8, pseudochannels=2, sids=1, bankgroups=4, banks=4,
                   rows=16384, columns=32, access_bytes=32, dq_bits=64)
     pim = PimConfig(banks_per_pu=2, lanes=16, dtype_bytes=2, gbuf_bytes=256,
-                    dual_row_buffer=False, pu_dtype="fp16")
+                    dual_row_buffer=False, pu_dtype="fp16",
+                    # SB -> HAB -> HAB_PIM -> HAB -> SB around every kernel, with park-in/out
+                    # (PIMSimulator src/tests/PIMKernel.cpp executeGemv; sieve.dram.pimmode)
+                    modes="hbm-pim", park=True,
+                    crf_bursts=1,  # GEMV microkernel MAC,JUMP,MAC,JUMP,NOP,EXIT (PIMCmdGen.h)
+                    # lane-wise MAC into GRF_B: 16 partial sums per output row, added by the
+                    # host (KernelTestCases.h GEMV: readResult + Burst::fp16AdderTree)
+                    adder_tree=False)
     return DramSpec(
         name="samsung-hbm2-pim",
         description="Samsung HBM2-PIM Aquabolt-XL: 1 PU per 2 banks, 16-lane FP16, 4 stacks",
@@ -156,6 +163,10 @@ def _samsung_hbm2_pim() -> DramSpec:
             "nCCDAB": "PIMSimulator issue #3: each PIM op costs tCCD_L",
             "pim.gbuf_bytes": "GRF_A 8 x 256-bit per PU (src/PIMBlock.h) = 256 B broadcast",
             "nMACRD": "assumption (one tCCD_L pipeline drain)",
+            "pim.modes": "PIMSimulator PIMKernel.cpp (parkIn, changePIMMode, programCrf) and "
+                         "Rank.cpp (ABMR 0x17ff, SBMR 0x1fff, register row 0x3fff)",
+            "pim.crf_bursts": "PIMSimulator PIMCmdGen.h GEMV: 6 instructions = 1 CRF burst",
+            "pim.adder_tree": "PIMSimulator GEMV: lane-wise MAC, host fp16AdderTree",
         },
     )
 
@@ -195,6 +206,9 @@ def _attacc_hbm3_pim(power_constrained: bool) -> DramSpec:
             "nCCDAB": "AttAcc nCCDAB 6 (power constraint) / 4 (NPC)",
             "pim.gbuf_bytes": "⚠ assumption: 2 KB global buffer, as SK hynix AiM's per channel",
             "nMACRD": "⚠ assumption: AttAcc trace generator MVSB = 4 tCK",
+            "pim.modes": "none: AttAcc's PIM commands are commands of their own, no mode "
+                         "register (HBM3-PIM.cpp: SETM/SETH have no timing rows)",
+            "pim.adder_tree": "AttAcc gen_trace_attacc_bank.py 'GEMV unit = adder tree mode'",
         },
     )
 
@@ -226,6 +240,10 @@ def _b200_hbm3e_pim(power_constrained: bool) -> DramSpec:
                    "(seed §7 'dual row buffers in NeuPIMs')",
             "pim.gbuf_bytes": "⚠ assumption: 2 KB global buffer per PC, as SK hynix AiM",
             "nMACRD": "⚠ assumption: one tCCD_L pipeline drain",
+            "pim.modes": "⚠ none: the seed says nothing of mode switches; bank-level PIM as "
+                         "AttAcc/AiM, whose PIM commands need no mode change (set "
+                         "pim.modes=hbm-pim to study Samsung's protocol)",
+            "pim.adder_tree": "bank-level PU with an adder tree, as AttAcc's GEMV unit",
         },
     )
 

@@ -61,6 +61,10 @@ MAX_TIMING = 2**31 - 1
 MAX_TICKS_PER_CK = 64
 #: Largest row / column count (the engine stores rows and columns as int32).
 MAX_ORG_INDEX = 2**31 - 1
+#: Mode protocols of ``pim.modes`` (sieve.dram.pimmode describes them).
+MODE_PROTOCOLS = ("none", "hbm-pim")
+#: The CRF holds 32 x 32-bit instructions = 4 bursts of 32 B (PIMSimulator src/PIMRank.h).
+MAX_CRF_BURSTS = 4
 #: Largest number of banks in a memory system (the engine's timing tables grow with it;
 #: 2**24 banks take about 2 GB; the largest preset has 8192).
 MAX_BANKS = 2**24
@@ -192,6 +196,14 @@ class PimConfig:
     gbuf_bytes: int  # global (input-vector) buffer per pseudo-channel
     dual_row_buffer: bool  # PIM and normal accesses have separate row buffers (NeuPIMs)
     pu_dtype: str = "bf16"
+    # Mode protocol around every kernel (sieve.dram.pimmode): "none" (PIM commands accepted
+    # at any time, AttAcc/AiM style) or "hbm-pim" (Samsung SB/HAB/HAB_PIM mode switches).
+    modes: str = "none"
+    park: bool = False  # "hbm-pim": park-in/park-out reads of every bank (PIMSimulator)
+    crf_bursts: int = 0  # "hbm-pim": CRF bursts (8 instructions each) written per kernel
+    # True: a PU adds its lanes (adder tree), one result per output row; False: lane-wise
+    # SIMD MACs leave `lanes` partial sums per row, read back and added by the host
+    adder_tree: bool = True
 
     def pus_per_pc(self, org: DramOrg) -> int:
         return org.banks_per_pc // self.banks_per_pu
@@ -479,6 +491,25 @@ class DramSpec:
                 check_int(who, f"pim.{name}", getattr(p, name), lo=1)
             check_bool(who, "pim.dual_row_buffer", p.dual_row_buffer)
             check_name(who, "pim.pu_dtype", p.pu_dtype)
+            check_bool(who, "pim.park", p.park)
+            check_bool(who, "pim.adder_tree", p.adder_tree)
+            check_int(who, "pim.crf_bursts", p.crf_bursts, lo=0, hi=MAX_CRF_BURSTS)
+            if not isinstance(p.modes, str) or p.modes not in MODE_PROTOCOLS:
+                raise ConfigError(f"{who}: pim.modes must be one of "
+                                  f"{', '.join(MODE_PROTOCOLS)}, got {p.modes!r}")
+            if p.modes == "hbm-pim":
+                from sieve.dram.pimmode import ROW_REG
+
+                if self.org.rows <= ROW_REG or self.org.bankgroups < 3 or self.org.banks < 2:
+                    raise ConfigError(
+                        f"{who}: pim.modes 'hbm-pim' addresses rows up to {ROW_REG:#x} in "
+                        f"banks 0-1 of bank groups 0 and 2; needs rows > {ROW_REG}, >= 3 bank "
+                        f"groups and >= 2 banks per group (has {self.org.rows} rows, "
+                        f"{self.org.bankgroups} bank groups, {self.org.banks} banks)")
+            elif p.park or p.crf_bursts:
+                raise ConfigError(f"{who}: pim.park and pim.crf_bursts are part of the "
+                                  f"'hbm-pim' mode protocol; set pim.modes=hbm-pim or leave "
+                                  f"them false / 0")
             if self.org.banks_per_pc % p.banks_per_pu:
                 raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must divide the "
                                   f"{self.org.banks_per_pc} banks of a pseudo-channel")
@@ -576,6 +607,11 @@ class DramSpec:
                 ("pim.lanes", str(p.lanes), f"SIMD lanes ({p.pu_dtype})"),
                 ("pim.gbuf_bytes", f"{p.gbuf_bytes} B", "global buffer per PC"),
                 ("pim.dual_row_buffer", str(p.dual_row_buffer), "separate PIM row buffers"),
+                ("pim.modes", p.modes, "mode protocol around every kernel"),
+                ("pim.park", str(p.park), "park-in/out reads of every bank (hbm-pim)"),
+                ("pim.crf_bursts", str(p.crf_bursts), "CRF bursts written per kernel"),
+                ("pim.adder_tree", str(p.adder_tree),
+                 "PU adds its lanes (else lanes partial sums per row)"),
                 ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
                  f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
                  "external"),

@@ -66,6 +66,8 @@ class GemvLayout:
     padded_weight_bytes: int  # bytes the MACs actually stream per vector (all PCs)
     readback_bytes: int  # bytes read back per vector (all PCs): outputs or partial sums
     out_bytes: int  # bytes per result element read back
+    lane_partials: int = 1  # values read back per output row and PC: 1 with a PU adder
+    #                         tree, else the PU's lanes (spec.pim.adder_tree)
 
     @property
     def padding(self) -> float:
@@ -74,8 +76,10 @@ class GemvLayout:
 
     @property
     def reduce_bytes(self) -> int:
-        """Partial-sum bytes the GPU must add up per vector (0 when ``col_groups == 1``)."""
-        return self.readback_bytes if self.col_groups > 1 else 0
+        """Partial-sum bytes the GPU must add up per vector: every read-back byte when
+        ``col_groups > 1`` or the PUs leave lane partial sums (``lane_partials > 1``), else
+        0."""
+        return self.readback_bytes if self.col_groups > 1 or self.lane_partials > 1 else 0
 
     def with_kernel(self, **changes) -> GemvLayout:
         """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
@@ -136,7 +140,10 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     row_cap = p.banks_per_pu * o.columns  # bursts one PU reads from one activated row
     rows_per_chunk = math.ceil(macs_chunk / row_cap)
     macs_per_row = math.ceil(macs_chunk / rows_per_chunk)
-    n_res = math.ceil(rows_pc * out_bytes / o.access_bytes)
+    # without an adder tree a PU's lane-wise MACs leave one partial sum per lane and row
+    # (Samsung's GRF_B, added up by the host: PIMSimulator GEMV + Burst::fp16AdderTree)
+    partials = 1 if p.adder_tree else p.lanes
+    n_res = math.ceil(rows_pc * partials * out_bytes / o.access_bytes)
     if base_row + n_chunks * rows_per_chunk > o.rows:
         raise ConfigError(
             f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
@@ -151,7 +158,8 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
         row_groups=row_groups, col_groups=col_groups, rows_per_pc=rows_pc,
         cols_per_pc=segs_pc * elems, rows_per_pu=rows_pu, chunk_elems=segs_chunk * elems,
         weight_bytes=out_rows * in_cols * wb, padded_weight_bytes=padded,
-        readback_bytes=n_pcs * n_res * o.access_bytes, out_bytes=out_bytes)
+        readback_bytes=n_pcs * n_res * o.access_bytes, out_bytes=out_bytes,
+        lane_partials=partials)
 
 
 def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
@@ -172,6 +180,13 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
     else:
         macs = kernel.n_vectors * n_rows * row
     ck = kernel.n_vectors * per_vec + macs + t.nCL + t.nBL
+    p = spec.pim
+    if p is not None and p.modes == "hbm-pim":  # sieve.dram.pimmode sequences, roughly
+        banks = spec.org.bankgroups * spec.org.banks
+        park = banks * max(t.nRRDS, -(-t.nFAW // 4)) + t.nRCDRD + t.nRP if p.park else 0
+        ck += (2 * park + t.nFAW + t.nRAS + t.nRP + t.nRCDWR + p.crf_bursts * t.nCCDL
+               + t.nRRDL + t.nRAS + t.nRP
+               + kernel.n_vectors * (2 * t.nRCDWR + t.nRTP + t.nRP))
     return ck * spec.tCK_ns
 
 
