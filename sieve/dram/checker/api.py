@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sieve.dram.checker.core import Collector, LogView, level_counts
+from sieve.dram.checker.modes import check_modes
 from sieve.dram.checker.ramulator import read_ramulator_cmd_trace
 from sieve.dram.checker.rules import address_validity, check_address, check_alignment, check_order
 from sieve.dram.checker.rules import check_refresh as _check_refresh
@@ -212,6 +213,7 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
     check_alignment(spec, view, out)
     check_timing(spec, view, out)
     check_state(view, spec, out)
+    check_modes(view, spec, out)
     if check_refresh:
         _check_refresh(spec, view, out)
     return _report(out, view, spec, max_reports)
