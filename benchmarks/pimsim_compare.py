@@ -1,0 +1,56 @@
+"""sieve's samsung-hbm2-pim GEMV next to Samsung's PIMSimulator on the same shapes.
+
+The PIMSimulator numbers are not computed here: they are the cycle counts its own benchmark
+printed (``PIMBenchFixture``: ``executeGemv`` + ``runPIM`` on ``system_hbm_64ch.ini``, 64 pCH,
+1 GHz; no result read-back in the count), built from SAITPublic/PIMSimulator@b464dde
+(``scons``; gcc 12 needed ``#include <iterator>`` in lib/npy.h) with one local gtest case
+that takes the shape from the environment. docs/validation.md (*PIM mode protocol against
+PIMSimulator*) gives the commands and the per-phase trace of one channel.
+
+Run: ``PYTHONPATH=. python benchmarks/pimsim_compare.py``
+"""
+
+from __future__ import annotations
+
+from sieve import pim
+from sieve.dram import get_spec, run_pim
+
+# (out_rows, in_cols, batch) -> PIMSimulator cycles (1 CK = 1 ns), PIMBenchFixture at b464dde
+PIMSIM_CYCLES = {
+    (4096, 4096, 1): 13166,  # also upstream's own PIMBenchFixture.gemv (2.74x over 36082)
+    (4096, 1024, 1): 3662,
+    (8192, 4096, 1): 26337,
+    (4096, 4096, 4): 51941,
+    (1024, 4096, 1): 13166,  # PIMSimulator pads every PIM block to 8 output rows (GRF_B)
+}
+# PIMSimulator's mode overheads on channel 0 of the 4096 x 4096 run (DEBUG_CMD_TRACE ticks):
+# park-in 2 -> first ABMR ACT 77; SB->HAB 77 -> last ABMR PRE 143; CRF write at 157;
+# HAB_PIM at 168; HAB at 12971 (after GRFB_TO_BANK); SB at 13057; park-out ends 13162
+PIMSIM_MODE_CYCLES_4096 = {"park_in": 75, "sb_to_hab": 66, "crf": 14, "hab_to_pim": 11,
+                           "pim_to_hab": 11, "hab_to_sb": 86, "park_out": 105}
+
+
+def main() -> None:
+    spec = get_spec("samsung-hbm2-pim")
+    print("| GEMV (fp16) | batch | PIMSimulator [CK] | sieve, row-only layout [ns] | "
+          "sieve without read-back [ns] | ratio | sieve mode + CRF [ns] |")
+    print("|---|---|---|---|---|---|---|")
+    for (r, c, b), ref in PIMSIM_CYCLES.items():
+        lay = pim.gemv_layout(spec, r, c, b, col_groups=1)
+        res = run_pim(spec, [lay.kernel])
+        o = res.overhead_ns
+        no_rb = res.time_ns - o["readback"]
+        print(f"| {r} x {c} | {b} | {ref} | {res.time_ns:.0f} | {no_rb:.0f} | "
+              f"{no_rb / ref:.3f} | {res.mode_switch_ns + o['crf']:.1f} |")
+    lay = pim.gemv_layout(spec, 4096, 4096, 1, col_groups=1)
+    o = run_pim(spec, [lay.kernel]).overhead_ns
+    print("\n| span (4096 x 4096, 1 vector) | PIMSimulator ch0 [CK] | sieve mean per PC [ns] |")
+    print("|---|---|---|")
+    for k, v in PIMSIM_MODE_CYCLES_4096.items():
+        print(f"| {k} | {v} | {o[k]:.1f} |")
+    tot = sum(PIMSIM_MODE_CYCLES_4096.values())
+    print(f"| total | {tot} | {sum(o[k] for k in PIMSIM_MODE_CYCLES_4096):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
