@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.dram.spec import MODE_PROTOCOLS, DramSpec
+from sieve.dram.spec import HBM_PIM_REG_ROW, MODE_PROTOCOLS, DramSpec
 
 __all__ = [
     "MODE_PROTOCOLS",
@@ -77,7 +77,7 @@ OP_WR = 3
 #: ``Rank.cpp``: ABMR 0x17ff, SBMR 0x1fff, the PIM register row 0x3fff; park row 1 << 12).
 ROW_ABMR = 0x17FF
 ROW_SBMR = 0x1FFF
-ROW_REG = 0x3FFF
+ROW_REG = HBM_PIM_REG_ROW
 ROW_PARK = 1 << 12
 
 #: The sequences, in the order a kernel meets them (the engine's SEQ_* ids). ``hab_to_pim``

@@ -64,6 +64,9 @@ MAX_ORG_INDEX = 2**31 - 1
 #: Mode protocols of ``pim.modes`` (sieve.dram.pimmode describes them).
 MODE_PROTOCOLS = ("none", "hbm-pim")
 #: The CRF holds 32 x 32-bit instructions = 4 bursts of 32 B (PIMSimulator src/PIMRank.h).
+#: Highest reserved row of the "hbm-pim" protocol: the PIM register row 0x3fff (PIMSimulator
+#: src/PIMRank.cpp writeHab; sieve.dram.pimmode.ROW_REG re-exports it).
+HBM_PIM_REG_ROW = 0x3FFF
 MAX_CRF_BURSTS = 4
 #: Largest number of banks in a memory system (the engine's timing tables grow with it;
 #: 2**24 banks take about 2 GB; the largest preset has 8192).
@@ -498,12 +501,11 @@ class DramSpec:
                 raise ConfigError(f"{who}: pim.modes must be one of "
                                   f"{', '.join(MODE_PROTOCOLS)}, got {p.modes!r}")
             if p.modes == "hbm-pim":
-                from sieve.dram.pimmode import ROW_REG
-
-                if self.org.rows <= ROW_REG or self.org.bankgroups < 3 or self.org.banks < 2:
+                top = HBM_PIM_REG_ROW
+                if self.org.rows <= top or self.org.bankgroups < 3 or self.org.banks < 2:
                     raise ConfigError(
-                        f"{who}: pim.modes 'hbm-pim' addresses rows up to {ROW_REG:#x} in "
-                        f"banks 0-1 of bank groups 0 and 2; needs rows > {ROW_REG}, >= 3 bank "
+                        f"{who}: pim.modes 'hbm-pim' addresses rows up to {top:#x} in "
+                        f"banks 0-1 of bank groups 0 and 2; needs rows > {top}, >= 3 bank "
                         f"groups and >= 2 banks per group (has {self.org.rows} rows, "
                         f"{self.org.bankgroups} bank groups, {self.org.banks} banks)")
             elif p.park or p.crf_bursts:
