@@ -12,8 +12,11 @@ Run: ``PYTHONPATH=. python benchmarks/pimsim_compare.py``
 
 from __future__ import annotations
 
+import numpy as np
+
 from sieve import pim
 from sieve.dram import get_spec, run_pim
+from sieve.dram.commands import COMMAND_INDEX
 
 # (out_rows, in_cols, batch) -> PIMSimulator cycles (1 CK = 1 ns), PIMBenchFixture at b464dde
 PIMSIM_CYCLES = {
@@ -28,6 +31,13 @@ PIMSIM_CYCLES = {
 # HAB_PIM at 168; HAB at 12971 (after GRFB_TO_BANK); SB at 13057; park-out ends 13162
 PIMSIM_MODE_CYCLES_4096 = {"park_in": 75, "sb_to_hab": 66, "crf": 14, "hab_to_pim": 11,
                            "pim_to_hab": 11, "hab_to_sb": 86, "park_out": 105}
+# The GEMV body on channel 0 of the same trace: GRF_B -> bank (last MAC 12905 -> last
+# GRFB_TO_BANK write 12960); one input tile (8 GRF_A writes + 64 MACs), first GRF_A ACT to the
+# next: even-bank tiles 341 CK (838 -> 1179: bank 1's register row opens while bank 0 MACs,
+# 2 rows of 32 MACs), odd-bank tiles 388 CK (6737 -> 7125: bank 1's MAC row closed and
+# reopened around the writes); last MAC to the next tile's first MAC: 62 / 110 CK
+PIMSIM_BODY_CYCLES_4096 = {"grf_b": 55, "tile_even": 341, "tile_odd": 388,
+                           "gap_even": 62, "gap_odd": 110}
 
 
 def main() -> None:
@@ -50,6 +60,23 @@ def main() -> None:
         print(f"| {k} | {v} | {o[k]:.1f} |")
     tot = sum(PIMSIM_MODE_CYCLES_4096.values())
     print(f"| total | {tot} | {sum(o[k] for k in PIMSIM_MODE_CYCLES_4096):.1f} |")
+    # the GEMV body: one PC of channel 0 (every PC runs the same stream)
+    r = run_pim(spec, [lay.kernel], log=True)
+    log = r.log
+    pc0 = log[(log["ch"] == 0) & (log["pc"] == 0)]
+    pc0 = pc0[np.lexsort((pc0["seq"], pc0["tick"]))]
+    macs = pc0["tick"][pc0["cmd"] == COMMAND_INDEX["MACAB"]].astype(np.int64)
+    per = lay.kernel.rows_per_chunk * lay.kernel.macs_per_row  # MACs per chunk (input tile)
+    tiles = np.diff(macs[::per])
+    gaps = macs[per::per] - macs[per - 1:-1:per]
+    p = PIMSIM_BODY_CYCLES_4096
+    print("\n| GEMV body (4096 x 4096, 1 vector) | PIMSimulator ch0 [CK] | sieve PC 0 [ns] |")
+    print("|---|---|---|")
+    print(f"| input tile (8 GRF_A writes + 64 MACs) | {p['tile_even']} even bank / "
+          f"{p['tile_odd']} odd bank | {np.median(tiles):.0f} |")
+    print(f"| last MAC -> next tile's first MAC | {p['gap_even']} / {p['gap_odd']} | "
+          f"{np.median(gaps):.0f} |")
+    print(f"| grf_b (GRF_B -> bank, 8 WRs) | {p['grf_b']} | {o['grf_b']:.1f} |")
 
 
 if __name__ == "__main__":

@@ -42,12 +42,15 @@ cdef enum:
     SEQ_SB_HAB = 1
     SEQ_CRF = 2
     SEQ_HAB_PIM = 3
-    SEQ_PIM_HAB = 4
-    SEQ_HAB_SB = 5
-    SEQ_PARK_OUT = 6
-    N_SEQ = 7
-    OV_READBACK = 7
-    N_OV = 8
+    SEQ_GRFA = 4     # the input writes of a chunk, in place of GWRITE (not run as PH_SEQ)
+    SEQ_GRFB = 5     # the result writes of a vector, after its last MAC
+    SEQ_PIM_HAB = 6
+    SEQ_HAB_SB = 7
+    SEQ_PARK_OUT = 8
+    N_SEQ = 9
+    OV_READBACK = 9
+    N_OV = 10
+    ROW_AFTER_W = -2  # step row: the row after the kernel's weights (pimmode.ROW_AFTER_WEIGHTS)
 
 # Step table columns and operations (sieve.dram.pimmode: OP_*, STEP_FIELDS)
 cdef enum:
@@ -116,6 +119,7 @@ cdef class _PimRun:
     cdef const int64_t[:, ::1] steps    # mode sequence steps (S_NFIELDS per step)
     cdef const int64_t[::1] seq_ptr     # CSR: steps of each sequence (N_SEQ + 1)
     cdef bint modes                     # the spec has a mode protocol (non-empty sequences)
+    cdef int64_t n_grfa                 # steps of SEQ_GRFA (0: GWRITE writes the input)
     cdef int64_t[:, ::1] ovh            # per PC, per OV_*: ticks of its overhead spans
     # raw views for the hot loop
     cdef int64_t* S                     # st (P_NFIELDS per PC)
@@ -266,6 +270,13 @@ cdef class _PimRun:
                 self.ovh[q, k] += self.LAST[q] - s[P_OVS]
             s[P_OVK] = -1
 
+    cdef inline void _gw_begin(self, int64_t q, int64_t* s) noexcept nogil:
+        """Enter a chunk's input writes (PH_GW); under a protocol with SEQ_GRFA steps they are
+        register-row WRs, timed as the grf_a span."""
+        s[P_PH] = PH_GW
+        if self.n_grfa > 0 and self._mk(self._k(s[P_SLOT])):
+            self._span_begin(q, s, SEQ_GRFA)
+
     cdef inline void _seq_begin(self, int64_t q, int64_t* s, int64_t sq) noexcept nogil:
         s[P_PH] = PH_SEQ
         s[P_SQ] = sq
@@ -277,6 +288,15 @@ cdef class _PimRun:
         nodes[4] = <int>(q * self.eng.banks_per_pc + b)
         nodes[3] = nodes[4] // self.eng.cnt[4]
         nodes[2] = nodes[3] // self.eng.cnt[3]
+
+    cdef inline int64_t _step_row(self, const int64_t* s, const int64_t* st) noexcept nogil:
+        """The row a step addresses (ROW_AFTER_W: the row after the PC's kernel's weights;
+        run_pim checks that it lies in the bank)."""
+        cdef const int64_t* kr
+        if st[S_ROW] != ROW_AFTER_W:
+            return st[S_ROW]
+        kr = self._k(s[P_SLOT])
+        return kr[K_BASE] + kr[K_NCHUNK] * kr[K_ROWS]
 
     cdef inline int _seq_cmd(self, int64_t q, int64_t* s) noexcept nogil:
         """The next command of the current mode-sequence step (-1: the step is done or
@@ -290,7 +310,7 @@ cdef class _PimRun:
         st = self.STP + s[P_ST] * S_NFIELDS
         op = st[S_OP]
         b = (st[S_SID] * self.eng.cnt[3] + st[S_BG]) * self.eng.cnt[4] + st[S_BA]
-        row = st[S_ROW]
+        row = self._step_row(s, st)
         SIEVE_CHECK_INDEX(q * self.eng.banks_per_pc + b, self.eng.n_nodes[4])
         cur = self.OROW[q * self.eng.banks_per_pc + b]
         s[P_BANK] = b
@@ -343,7 +363,7 @@ cdef class _PimRun:
                 self._span_end(q, s)
                 sq = s[P_SQ]
                 if sq == SEQ_HAB_PIM:
-                    s[P_PH] = PH_GW
+                    self._gw_begin(q, s)
                 elif sq == SEQ_PIM_HAB:
                     s[P_PH] = PH_RES
                     self._span_begin(q, s, OV_READBACK)
@@ -353,7 +373,14 @@ cdef class _PimRun:
                     self._seq_begin(q, s, sq + 1)
             elif ph == PH_GW:
                 if s[P_CNT] < kr[K_GW]:
+                    if self.n_grfa > 0 and self._mk(kr):
+                        # the input as WRs to the register row (SEQ_GRFA, wrapping): the
+                        # step's WR, or the PRE/PREAB/ACT that opens its row first
+                        s[P_ST] = self.SP[SEQ_GRFA] + s[P_CNT] % self.n_grfa
+                        return self._seq_cmd(q, s)  # never -1 for a WR step
                     return C_GWRITE
+                if self.n_grfa > 0 and self._mk(kr):
+                    self._span_end(q, s)
                 s[P_PH] = PH_ROW
                 s[P_R] = 0
                 s[P_CNT] = 0
@@ -375,9 +402,9 @@ cdef class _PimRun:
                 s[P_K] += 1
                 s[P_CNT] = 0
                 if s[P_K] < kr[K_NCHUNK]:
-                    s[P_PH] = PH_GW
+                    self._gw_begin(q, s)
                 elif self._mk(kr):
-                    self._seq_begin(q, s, SEQ_PIM_HAB)
+                    self._seq_begin(q, s, SEQ_GRFB)
                 else:
                     s[P_PH] = PH_RES
                     self._span_begin(q, s, OV_READBACK)
@@ -503,6 +530,12 @@ cdef class _PimRun:
         kr = self._k(slot)
         if s[P_PH] == PH_SEQ:
             return self._issue_step(q, c, s, slot, cmd, now)
+        if s[P_PH] == PH_GW and cmd != C_GWRITE:
+            # a GRF_A write (SEQ_GRFA step) or the command that opens its row
+            rc = self._issue_step(q, c, s, slot, cmd, now)
+            if cmd == C_WR:
+                s[P_CNT] += 1
+            return rc
         if cmd == C_ACTAB or cmd == C_PREAB or cmd == C_PREA:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
             # closes its row before the first MAC every time, or refreshes never end)
@@ -550,7 +583,7 @@ cdef class _PimRun:
         if self.eng.cmd_scope[cmd] == LV_BANK:
             self._bank_nodes(q, s[P_BANK], nodes)
             if cmd != C_PRE:
-                row = <int>st[S_ROW]
+                row = <int>self._step_row(s, st)
             if cmd == C_RD or cmd == C_WR:
                 col = <int>st[S_COL]
         rc = self.eng._issue(cmd, nodes, row, col, now)
@@ -769,7 +802,8 @@ def _check_modes(Engine eng, steps, seq_ptr, overhead, int64_t n_pcs):
         rw = (op == OP_RD) | (op == OP_WR)
         if (np.any((op < OP_ACT) | (op > OP_WR)) or np.any((sid < 0) | (sid >= eng.cnt[2]))
                 or np.any((bg < 0) | (bg >= eng.cnt[3])) or np.any((ba < 0) | (ba >= eng.cnt[4]))
-                or np.any((op != OP_PRE) & ((row < 0) | (row >= eng.n_rows)))
+                or np.any((op != OP_PRE) & ((row < 0) | (row >= eng.n_rows))
+                          & ~(rw & (row == ROW_AFTER_W)))
                 or np.any(rw & ((col < 0) | (col >= eng.n_cols)))):
             raise ValueError("run_pim: a mode-sequence step addresses a command, bank, row or "
                              "column outside the device")
@@ -870,6 +904,12 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     cdef int n_pc_ch = eng.cnt[1]
     cdef int64_t n_pcs = <int64_t>n_sim_ch * n_pc_ch
     steps, seq_ptr, overhead = _check_modes(eng, steps, seq_ptr, overhead, n_pcs)
+    if np.any(steps[:seq_ptr[N_SEQ], S_ROW] == ROW_AFTER_W):
+        for row in np.asarray(kernels).tolist():  # the row after the weights must exist
+            if (row[K_GW] or (row[K_ROWS] and row[K_MACS]) or row[K_NRES]) and (
+                    row[K_BASE] + row[K_NCHUNK] * row[K_ROWS] >= eng.n_rows):
+                raise ValueError(f"run_pim: kernel {row}: the mode protocol writes the row "
+                                 f"after its weights, beyond a bank of {eng.n_rows} rows")
     mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
     cdef _PimRun run = _PimRun()
     run.eng = eng
@@ -896,6 +936,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.steps = steps
     run.seq_ptr = seq_ptr
     run.modes = bool(seq_ptr[N_SEQ] > 0)
+    run.n_grfa = int(seq_ptr[SEQ_GRFA + 1] - seq_ptr[SEQ_GRFA])
     run.ovh = overhead
     run._bind()
     run.pull = PULL_IN * eng.nREFI

@@ -21,6 +21,7 @@ from sieve.dram.checker import check_log
 from sieve.dram.commands import COMMAND_INDEX as CI
 from sieve.dram.device import GemvKernel, run_pim
 from sieve.dram.pimmode import (
+    HBM_PIM_GRF,
     OVERHEADS,
     ROW_ABMR,
     ROW_PARK,
@@ -78,6 +79,9 @@ def test_transition_order_and_counts_per_kernel():
                    n_res=3)
     r = run_pim(spec, [k, k], log=True)
     ev = _pc_log(r.log, ch=1, pc=1)
+    result_row = k.base_row + k.n_chunks * k.rows_per_chunk  # GRF_B -> bank, after the weights
+    n_grf = HBM_PIM_GRF  # 8 GRF_A / GRF_B registers per PIM block (PIMBlock.h)
+    assert n_grf * spec.org.access_bytes == spec.pim.gbuf_bytes
     # classify every command of the PC's stream into the phase it belongs to
     phases = []
     for e in ev:
@@ -87,11 +91,15 @@ def test_transition_order_and_counts_per_kernel():
             tag = "abmr"
         elif _is(e, "ACT", row=ROW_SBMR):
             tag = "sbmr"
-        elif _is(e, "WR", row=ROW_REG) and e["col"] >= 4:
+        elif _is(e, "WR", row=ROW_REG) and 4 <= e["col"] < 8:
             tag = "crf"
+        elif _is(e, "WR", row=ROW_REG) and e["col"] >= 8:
+            tag = "grfa"
+        elif _is(e, "WR", row=result_row, bg=0, bank=1):
+            tag = "grfb"
         elif _is(e, "WR", row=ROW_REG, col=0):
             tag = "mode"
-        elif e["cmd"] in (CI["GWRITE"], CI["ACTAB"], CI["MACAB"]):
+        elif e["cmd"] in (CI["ACTAB"], CI["MACAB"]):
             tag = "gemv"
         elif e["cmd"] == CI["RDRES"]:
             tag = "res"
@@ -100,9 +108,12 @@ def test_transition_order_and_counts_per_kernel():
         if not phases or phases[-1][0] != tag:
             phases.append([tag, 0])
         phases[-1][1] += 1
-    per_vector = [["mode", 1], ["gemv", k.n_chunks * (k.gw_per_chunk + k.rows_per_chunk
-                                                       * (1 + k.macs_per_row))],
-                  ["mode", 1], ["res", k.n_res]]
+    # the input of every chunk as WRs to the register row (no GWRITE), the GRF_B writes after
+    # the vector's last MAC
+    per_vector = ([["mode", 1]]
+                  + [["grfa", k.gw_per_chunk], ["gemv", k.rows_per_chunk * (1 + k.macs_per_row)]]
+                  * k.n_chunks
+                  + [["grfb", n_grf], ["mode", 1], ["res", k.n_res]])
     kernel = ([["park", 2 * n_banks], ["abmr", 4], ["crf", spec.pim.crf_bursts]]
               + per_vector * k.n_vectors + [["sbmr", 2], ["park", 2 * n_banks]])
     # kernel 1's park-out and kernel 2's park-in are adjacent: one run of 4 x n_banks commands
@@ -117,12 +128,20 @@ def test_transition_order_and_counts_per_kernel():
     assert len(park_rd) == 4 * n_banks and len(set(park_rd[:n_banks])) == n_banks
     # the CRF writes go to bank 1 of bank group 0, columns 4.. (PIMKernel::programCrf)
     crf = [(int(e["bg"]), int(e["bank"]), int(e["col"])) for e in ev
-           if _is(e, "WR", row=ROW_REG) and e["col"] >= 4]
+           if _is(e, "WR", row=ROW_REG) and 4 <= e["col"] < 8]
     assert crf == [(0, 1, 4 + i) for i in range(spec.pim.crf_bursts)] * 2
+    # GRF_A: bank 1 of bank group 0, columns 8.. (PIMKernel::computeGemv's WRIO_TO_GRF)
+    grfa = [(int(e["bg"]), int(e["bank"]), int(e["col"])) for e in ev
+            if _is(e, "WR", row=ROW_REG) and e["col"] >= 8]
+    assert grfa == [(0, 1, 8 + i) for i in range(k.gw_per_chunk)] * (2 * k.n_vectors
+                                                                     * k.n_chunks)
     # every PC of every channel issues the same (symmetric program), all kernels counted
     c = r.command_counts
     n_pcs = o.total_channels * o.pseudochannels
-    assert c["WR"] == n_pcs * 2 * (spec.pim.crf_bursts + 2 * k.n_vectors)
+    assert c.get("GWRITE", 0) == 0
+    # per kernel: 4 ABMR + 2 SBMR writes, the CRF, 2 mode writes per vector, GRF_A, GRF_B
+    assert c["WR"] == n_pcs * 2 * (6 + spec.pim.crf_bursts + 2 * k.n_vectors + k.n_vectors
+                                   * (k.n_chunks * k.gw_per_chunk + n_grf))
     assert c["RD"] == n_pcs * 2 * 2 * n_banks
     assert c["RDRES"] == n_pcs * 2 * k.n_vectors * k.n_res
     assert check_log(r.log, spec).ok
@@ -133,11 +152,14 @@ def test_crf_write_count_follows_crf_bursts(bursts):
     spec = get_spec(SAMSUNG, {"pim.crf_bursts": bursts})
     r = run_pim(spec, _one_pc(spec, [SMALL]), log=True, symmetric=False)
     ev = _pc_log(r.log)
-    crf = [int(e["col"]) for e in ev if _is(e, "WR", row=ROW_REG) and e["col"] >= 4]
+    crf = [int(e["col"]) for e in ev if _is(e, "WR", row=ROW_REG) and 4 <= e["col"] < 8]
     assert crf == list(range(4, 4 + bursts))
     t = spec.timing
-    # back-to-back writes to one bank: tCCD_L apart; the first as with one burst (below)
-    assert r.pc_overhead_ns[0, OVERHEADS.index("crf")] == (t.nRP + t.nRCDWR - t.nRRDS
+    # back-to-back writes to one bank: tCCD_L apart; the first as with one burst (below: the
+    # span starts at the last ABMR PRE, tRCDWR + 1 after bank (0,1)'s, which the CRF ACT
+    # follows tRP - 1 later)
+    a = spec.bus_ticks("ACT") - 1
+    assert r.pc_overhead_ns[0, OVERHEADS.index("crf")] == (t.nRP - a
                                                  + (bursts - 1) * t.nCCDL)
 
 
@@ -169,42 +191,92 @@ def test_overhead_spans_hand_computed_one_pc():
     n_banks = spec.org.bankgroups * spec.org.banks
     assert park_act[:n_banks] == [i * t.nRRDS for i in range(n_banks)]
     park_in_end = park_act[n_banks - 1] + t.nRAS + a
-    # SB -> HAB: ACT x4 one CK after the last park PRE, tRRD_S apart, each PRE tRAS later
+    # SB -> HAB, PIMSimulator's write transactions in its trace order: ACT x3 one CK after
+    # the last park PRE, tRRD_S apart (bank groups 0, 2, 0: tRRD_L = 6 < 2 tRRD_S); their WRs
+    # (column 0x1f) tRCDWR after each ACT; the fourth ACT with the third WR (in order; tFAW
+    # has passed), its WR tRCDWR later; each PRE tWR after its bank's WR (> tRAS)
+    wr = t.nCWL + t.nBL + t.nWR  # WR -> PRE of its bank
     abmr = at("abmr", lambda e: _is(e, "ACT", row=ROW_ABMR))
-    assert abmr == [park_in_end + 1 + i * t.nRRDS for i in range(4)]
-    abmr_pre = [abmr[i] + t.nRAS + a for i in range(4)]
+    abmr_wr = at("abmr_wr", lambda e: _is(e, "WR", row=ROW_ABMR, col=0x1F))
+    assert abmr[:3] == [park_in_end + 1 + i * t.nRRDS for i in range(3)]
+    assert t.nRRDL <= 2 * t.nRRDS
+    assert abmr_wr[:3] == [abmr[i] + t.nRCDWR + a for i in range(3)]
+    assert abmr_wr[2] >= abmr[0] + t.nFAW
+    assert abmr[3] == abmr_wr[2]
+    assert abmr_wr[3] == abmr[3] + t.nRCDWR + a
+    abmr_pre = [abmr_wr[i] + wr for i in range(4)]
+    assert all(abmr_pre[i] >= abmr[i] + t.nRAS + a for i in range(4))
+    assert at("abmr_pre", lambda e: _is(e, "PRE") and e["tick"] > abmr[0])[:4] == abmr_pre
     # CRF: ACT the register row in bank (0,1) tRP after its PRE (the third), WR tRCDWR later
     crf_act = abmr_pre[2] + t.nRP - a
     crf_wr = crf_act + t.nRCDWR + a
-    assert at("crf", lambda e: _is(e, "WR", row=ROW_REG, bank=1)) == [crf_wr]
+    assert at("crf", lambda e: _is(e, "WR", row=ROW_REG, bank=1) and e["col"] < 8) == [crf_wr]
     # vector 0: HAB -> HAB_PIM: ACT (0,0) at the register row with the CRF write (in-order
     # stream), its WR tRCDWR later
     mode = at("mode", lambda e: _is(e, "WR", row=ROW_REG, col=0))
     assert len(mode) == 2 * k.n_vectors
     assert mode[0] == crf_wr + t.nRCDWR + a
-    # the GEMV: ACTAB after PREA (tRP), MACs tRCDRD later, tCCDAB apart; HAB_PIM -> HAB: PREAB
-    # tRAS after ACTAB, ACT (0,0) at the register row, WR tRCDWR later
+    # GRF_A (PIMSimulator's WRIO_TO_GRF): WRs to columns 8.. of the register row in bank
+    # (0,1), still open from the CRF write: tCCD_L after the mode write (same bank group),
+    # then tCCD_L apart
+    grfa = at("grfa", lambda e: _is(e, "WR", row=ROW_REG, bg=0, bank=1) and e["col"] >= 8)
+    assert [int(e["col"]) for e in ev if _is(e, "WR", row=ROW_REG) and e["col"] >= 8] == [
+        8, 9] * k.n_vectors
+    assert grfa[:2] == [mode[0] + t.nCCDL, mode[0] + 2 * t.nCCDL]
+    # the GEMV: PREA (the register rows are open) tWR after the last GRF_A write, ACTAB tRP
+    # later, MACs tRCDRD later, tCCDAB apart
     actab = at("actab", lambda e: _is(e, "ACTAB"))
+    assert actab[0] == grfa[1] + wr + t.nRP - a
     macs = at("mac", lambda e: _is(e, "MACAB"))
     assert macs[:2] == [actab[0] + t.nRCDRD + a, actab[0] + t.nRCDRD + a + t.nCCDAB]
-    assert mode[1] == actab[0] + t.nRAS + a + t.nRP - a + t.nRCDWR + a
+    # GRF_B -> bank (GRFB_TO_BANK): PREAB tRAS after ACTAB, ACT (0,1) at the row after the
+    # weights tRP later, 8 WRs (one per GRF_B register, columns 0..7) tRCDWR later, tCCD_L
+    # apart
+    res_row = k.base_row + k.n_chunks * k.rows_per_chunk
+    grfb = at("grfb", lambda e: _is(e, "WR", row=res_row, bg=0, bank=1))
+    grfb_act = actab[0] + t.nRAS + a + t.nRP - a
+    assert at("grfb_act", lambda e: _is(e, "ACT", row=res_row, bg=0, bank=1))[0] == grfb_act
+    assert [int(e["col"]) for e in ev if _is(e, "WR", row=res_row)][:HBM_PIM_GRF] == list(
+        range(HBM_PIM_GRF))
+    assert grfb[:HBM_PIM_GRF] == [grfb_act + t.nRCDWR + a + i * t.nCCDL
+                                  for i in range(HBM_PIM_GRF)]
+    # HAB_PIM -> HAB: ACT (0,0) at the register row with the last GRF_B write (in-order
+    # stream; tRRD_L after (0,1)'s ACT has long passed), its WR tRCDWR later
+    assert mode[1] == grfb[HBM_PIM_GRF - 1] + t.nRCDWR + a
     # read-back: RDRES tWTR_S after the mode write's data, then tBL apart
     res = at("res", lambda e: _is(e, "RDRES"))
     wtr = t.nCWL + t.nBL + t.nWTRS
     assert res[:2] == [mode[1] + wtr, mode[1] + wtr + t.nBL]
     # vector 1: HAB -> HAB_PIM is one WR (the register row is still open), tRTW after the read
     assert mode[2] == res[1] + t.nRTW
-    assert mode[3] == actab[1] + t.nRAS + t.nRP + t.nRCDWR + a
+    # GRF_A: bank (0,1) holds the GRF_B row: PRE with the mode write (its tWR has passed),
+    # ACT the register row tRP later, WRs tRCDWR later
+    assert grfb[HBM_PIM_GRF - 1] + wr <= mode[2]
+    assert grfa[2:] == [mode[2] + t.nRP - a + t.nRCDWR + a + i * t.nCCDL for i in range(2)]
+    assert actab[1] == grfa[3] + wr + t.nRP - a
+    assert macs[2:] == [actab[1] + t.nRCDRD + a, actab[1] + t.nRCDRD + a + t.nCCDAB]
+    assert grfb[HBM_PIM_GRF:] == [actab[1] + t.nRAS + t.nRP + t.nRCDWR + a + i * t.nCCDL
+                                  for i in range(HBM_PIM_GRF)]
+    assert mode[3] == grfb[-1] + t.nRCDWR + a
     assert res[2:] == [mode[3] + wtr, mode[3] + wtr + t.nBL]
-    # HAB -> SB: PRE (0,0) tWR after the mode write; ACT SBMR in (0,0), then (0,1) tRRD_L
-    # later (same bank group), each PRE tRAS after its ACT
+    # HAB -> SB (write transactions, PIMSimulator's trace order): PRE (0,0) tWR after the mode
+    # write; ACT SBMR in (0,0), its WR (column 0x1f) tRCDWR later; bank (0,1) still holds the
+    # GRF_B row: its PRE with that WR (in order; its tWR has long passed), its SBMR ACT tRP
+    # later, WR tRCDWR later; each SBMR PRE tWR after its bank's WR (> tRAS)
     sbmr = at("sbmr", lambda e: _is(e, "ACT", row=ROW_SBMR))
-    pre_reg = mode[3] + t.nCWL + t.nBL + t.nWR
-    assert sbmr == [pre_reg + t.nRP - a, pre_reg + t.nRP - a + t.nRRDL]
-    sbmr_pre = [s + t.nRAS + a for s in sbmr]
-    # park-out: the first ACT tRP after bank (0,0)'s SBMR PRE, then as park-in
+    sbmr_wr = at("sbmr_wr", lambda e: _is(e, "WR", row=ROW_SBMR, col=0x1F))
+    pre_reg = mode[3] + wr
+    assert sbmr[0] == pre_reg + t.nRP - a
+    assert sbmr_wr[0] == sbmr[0] + t.nRCDWR + a
+    assert sbmr[1] == sbmr_wr[0] + t.nRP - a
+    assert sbmr[1] - sbmr[0] >= t.nRRDL
+    assert sbmr_wr[1] == sbmr[1] + t.nRCDWR + a
+    sbmr_pre = [w + wr for w in sbmr_wr]
+    assert all(sbmr_pre[i] >= sbmr[i] + t.nRAS + a for i in range(2))
+    # park-out: the first ACT tRP after bank (0,0)'s SBMR PRE, and after (0,1)'s (in order,
+    # one CK on the row bus), then as park-in
     park_out = park_act[n_banks:]
-    assert park_out[0] == sbmr_pre[0] + t.nRP - a
+    assert park_out[0] == max(sbmr_pre[0] + t.nRP - a, sbmr_pre[1] + 1)
     assert park_out == [park_out[0] + i * t.nRRDS for i in range(n_banks)]
     end = park_out[-1] + t.nRAS + a
     assert r.time_ns == end + 1  # the kernel ends one CK after its last command
@@ -216,7 +288,10 @@ def test_overhead_spans_hand_computed_one_pc():
         "sb_to_hab": abmr_pre[3] - park_in_end,
         "crf": crf_wr - abmr_pre[3],
         "hab_to_pim": (mode[0] - crf_wr) + (mode[2] - res[1]),
-        "pim_to_hab": (mode[1] - macs[k.macs_per_row - 1]) + (mode[3] - macs[-1]),
+        # from the PC's previous command: the mode write, the last MAC, the last GRF_B write
+        "grf_a": (grfa[1] - mode[0]) + (grfa[3] - mode[2]),
+        "grf_b": (grfb[HBM_PIM_GRF - 1] - macs[1]) + (grfb[-1] - macs[3]),
+        "pim_to_hab": (mode[1] - grfb[HBM_PIM_GRF - 1]) + (mode[3] - grfb[-1]),
         "hab_to_sb": sbmr_pre[1] - res[-1],
         "park_out": end - sbmr_pre[1],
         "readback": (res[1] - mode[1]) + (res[3] - mode[3]),
@@ -226,8 +301,45 @@ def test_overhead_spans_hand_computed_one_pc():
     # the result's means are over every PC (the others idle: zero)
     n_pcs = spec.org.total_channels * spec.org.pseudochannels
     assert r.mode_switch_ns * n_pcs == pytest.approx(sum(v for n, v in got.items()
-                                                         if n not in ("crf", "readback")))
+                                                         if n not in ("crf", "grf_a", "grf_b",
+                                                                      "readback")))
     assert r.to_dict()["overhead_ns"] == r.overhead_ns
+    assert check_log(r.log, spec).ok
+
+
+def test_grf_a_writes_at_chunk_boundaries_hand_computed():
+    """Between two input chunks the MAC row is open in every bank: the GRF_A writes (WRs to
+    the register row of bank (0,1), PIMSimulator's WRIO_TO_GRF) close it (PREAB, tRTP after
+    the last MAC), open the register row (tRP), write tCCD_L apart (tRCDWR), close it (PREA,
+    tWR) and reopen the next MAC row (tRP, then tRCDRD to the first MAC): on this preset 111
+    CK from the last MAC of a chunk to the first of the next, PIMSimulator's odd-bank tiles'
+    110 CK (docs/validation.md)."""
+    spec = get_spec(SAMSUNG)
+    t = spec.timing
+    a = spec.bus_ticks("ACT") - 1
+    k = GemvKernel(n_vectors=1, n_chunks=3, gw_per_chunk=8, rows_per_chunk=1, macs_per_row=64,
+                   n_res=1)
+    r = run_pim(spec, _one_pc(spec, [k]), log=True, symmetric=False)
+    ev = _pc_log(r.log)
+    macs = [int(e["tick"]) for e in ev if _is(e, "MACAB")]
+    assert macs[1:64] == [macs[0] + i * t.nCCDAB for i in range(1, 64)]
+    for c in (1, 2):
+        last, first = macs[64 * c - 1], macs[64 * c]
+        chunk = [e for e in ev if last < e["tick"] < first]
+        assert [(int(e["cmd"]), int(e["bg"]), int(e["bank"]), int(e["row"]))
+                for e in chunk] == ([(CI["PREAB"], -1, -1, -1), (CI["ACT"], 0, 1, ROW_REG)]
+                                    + [(CI["WR"], 0, 1, ROW_REG)] * 8
+                                    + [(CI["PREA"], -1, -1, -1), (CI["ACTAB"], -1, -1, c)])
+        ticks = [int(e["tick"]) for e in chunk]
+        preab = last + t.nRTP
+        act = preab + t.nRP - a
+        wrs = [act + t.nRCDWR + a + i * t.nCCDL for i in range(8)]
+        prea = wrs[-1] + t.nCWL + t.nBL + t.nWR
+        actab = prea + t.nRP - a
+        assert ticks == [preab, act, *wrs, prea, actab]
+        assert [int(e["col"]) for e in chunk if e["cmd"] == CI["WR"]] == list(range(8, 16))
+        assert first == actab + t.nRCDRD + a
+    assert macs[64] - macs[63] == 111
     assert check_log(r.log, spec).ok
 
 
@@ -252,8 +364,12 @@ def test_protocol_on_other_preset_only_adds_time():
     spec = get_spec("b200-hbm3e-pim", {"pim.modes": "hbm-pim", "pim.park": True,
                                        "pim.crf_bursts": 1})
     r = run_pim(spec, [SMALL], log=True)
-    for c in ("GWRITE", "MACAB", "RDRES"):
+    for c in ("MACAB", "RDRES"):
         assert r.command_counts[c] == base.command_counts[c]
+    # the input goes to GRF_A as register-row WRs instead of GWRITE
+    assert r.command_counts.get("GWRITE", 0) == 0
+    assert (r.command_counts["WR"] - base.command_counts.get("WR", 0)
+            >= base.command_counts["GWRITE"])
     assert r.time_ns > base.time_ns + r.overhead_ns["park_in"] + r.overhead_ns["park_out"]
     assert check_log(r.log, spec).ok
 
@@ -343,14 +459,21 @@ def test_checker_flags_missing_hab_pim_entry(samsung_log):
 
 def test_checker_flags_missing_abmr_activation(samsung_log):
     spec, log = samsung_log
+    # the fourth ABMR write transaction's ACT and WR (its PRE of a closed bank is a no-op)
     bad = _without(log, lambda x: _pc0(x) & (x["cmd"] == CI["ACT"]) & (x["row"] == ROW_ABMR),
+                   3)
+    bad = _without(bad, lambda x: _pc0(x) & (x["cmd"] == CI["WR"]) & (x["row"] == ROW_ABMR),
                    3)
     rep = check_log(bad, spec)
     assert set(rep.by_family()) == {"mode"}
     texts = {v.constraint for v in rep.violations}
-    assert ("GWRITE needs the pseudo-channel in all-bank mode (HAB or HAB_PIM); it is in "
+    # the input goes to GRF_A as register-row WRs, GRF writes only in all-bank mode
+    assert ("WR to a GRF register (register row 0x3fff, column 8..15 or 24..31) needs the "
+            "pseudo-channel in all-bank mode (HAB or HAB_PIM); it is in single-bank mode (SB)"
+            ) in texts
+    assert ("ACTAB needs the pseudo-channel in all-bank mode (HAB or HAB_PIM); it is in "
             "single-bank mode (SB)") in texts
-    assert any(t.startswith("ACTAB needs") for t in texts)
+    assert any(t.startswith("MACAB needs") for t in texts)
 
 
 def test_checker_flags_missing_exit(samsung_log):

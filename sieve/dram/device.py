@@ -30,7 +30,7 @@ from sieve.dram.commands import COMMAND_INDEX, COMMANDS, LEVEL_INDEX
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.mapping import AddressMapper
 from sieve.dram.memtrace import CHUNK_REQUESTS, RequestTrace, TraceFile, open_trace
-from sieve.dram.pimmode import OVERHEADS, mode_sequences, reserved_rows
+from sieve.dram.pimmode import OVERHEADS, mode_sequences, reserved_rows, result_rows
 from sieve.dram.presets import PRESETS, get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
@@ -723,9 +723,12 @@ class GemvKernel:
                 f"{spec.pim.banks_per_pu * spec.org.columns} bursts a PU can read from one "
                 f"activated row")
         used = self.rows_used
+        if used:  # the GRF_B writes of an "hbm-pim" protocol go to the row after the weights
+            used += result_rows(spec)
         if used and self.base_row + used > spec.org.rows:
+            extra = " and the result row after them" if result_rows(spec) else ""
             raise ConfigError(
-                f"PIM kernel {self}: its weights need rows {self.base_row}.."
+                f"PIM kernel {self}: its weights{extra} need rows {self.base_row}.."
                 f"{self.base_row + used - 1} of every bank ({used} rows from base_row "
                 f"{self.base_row}) but a bank of {spec.name} has {spec.org.rows} rows")
         hit = [r for r in reserved_rows(spec) if used and self.base_row <= r < self.base_row + used]
@@ -795,7 +798,10 @@ class PimResult:
     def overhead_ns(self) -> dict[str, float]:
         """Mean over PCs of the time each PC's in-order stream spent in every mode sequence
         (:data:`sieve.dram.pimmode.SEQUENCES`: park-in, SB->HAB, CRF writes, HAB->HAB_PIM,
-        HAB_PIM->HAB, HAB->SB, park-out; all 0 without a mode protocol) and in its result
+        the GRF_A input writes of every chunk (``grf_a``, from the chunk's previous command:
+        closing the MAC row, opening the register row), the GRF_B result writes of every
+        vector (``grf_b``, likewise), HAB_PIM->HAB, HAB->SB, park-out; all 0 without a mode
+        protocol, whose GWRITEs are part of the GEMV body) and in its result
         read-backs (``readback``). A span runs from the PC's command before the sequence (or
         the tick its kernel may start) to the sequence's last command; spans of one PC never
         overlap, so their sum is part of its busy time."""
@@ -806,10 +812,11 @@ class PimResult:
 
     @property
     def mode_switch_ns(self) -> float:
-        """Mean per PC of the mode transitions and park reads (every sequence but the CRF
-        writes)."""
+        """Mean per PC of the mode transitions and park reads (every sequence but the CRF,
+        GRF_A and GRF_B writes)."""
         o = self.overhead_ns
-        return float(sum(v for k, v in o.items() if k not in ("crf", "readback")))
+        return float(sum(v for k, v in o.items()
+                         if k not in ("crf", "grf_a", "grf_b", "readback")))
 
     def kernel_times_ns(self, pc: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.kernel_ptr[pc], self.kernel_ptr[pc + 1]

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from sieve.dram.device import GemvKernel
+from sieve.dram.pimmode import HBM_PIM_GRF, result_rows
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError
@@ -144,7 +145,8 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     # (Samsung's GRF_B, added up by the host: PIMSimulator GEMV + Burst::fp16AdderTree)
     partials = 1 if p.adder_tree else p.lanes
     n_res = math.ceil(rows_pc * partials * out_bytes / o.access_bytes)
-    if base_row + n_chunks * rows_per_chunk > o.rows:
+    # + the row after the weights that an "hbm-pim" protocol writes GRF_B to
+    if base_row + n_chunks * rows_per_chunk + result_rows(spec) > o.rows:
         raise ConfigError(
             f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
             f"column group(s) needs {n_chunks * rows_per_chunk} rows of every bank from row "
@@ -187,6 +189,12 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
         ck += (2 * park + t.nFAW + t.nRAS + t.nRP + t.nRCDWR + p.crf_bursts * t.nCCDL
                + t.nRRDL + t.nRAS + t.nRP
                + kernel.n_vectors * (2 * t.nRCDWR + t.nRTP + t.nRP))
+        # GRF_A: register-row WRs instead of GWRITE, the MAC row closed and reopened around
+        # them; GRF_B: 8 WRs to the row after the weights per vector
+        grf_a = (t.nRTP + 2 * t.nRP + t.nRCDWR + kernel.gw_per_chunk * t.nCCDL + t.nCWL
+                 + t.nBL + t.nWR + t.nRCDRD)
+        ck += kernel.n_vectors * (kernel.n_chunks * (grf_a - kernel.gw_per_chunk * gw)
+                                  + t.nRP + t.nRCDWR + HBM_PIM_GRF * t.nCCDL)
     return ck * spec.tCK_ns
 
 

@@ -13,7 +13,9 @@ changes it (``src/Rank.cpp`` ``Rank::execute``, ``src/PIMRank.cpp`` ``writeHab``
 * HAB -> SB once banks 0 and 1 of bank group 0 have both been *precharged* while open at the
   SBMR row 0x1fff (PIMSimulator switches on the precharge, not on the activation).
 
-ACTAB, PREAB and GWRITE need HAB or HAB_PIM, MACAB needs HAB_PIM; a pseudo-channel that left
+ACTAB, PREAB, GWRITE and writes to the GRF registers (WR to the register row 0x3fff at columns
+8..15, GRF_A, or 24..31, GRF_B: ``PIMRank::writeHab``; in SB they are plain writes) need HAB or
+HAB_PIM, MACAB needs HAB_PIM; a pseudo-channel that left
 SB must be back in SB at the end of the log (a kernel that never leaves PIM mode). The row
 addresses are restated here from PIMSimulator on purpose, not imported from the engine's
 :mod:`sieve.dram.pimmode`: the checker shares only the spec and the log format with the
@@ -141,7 +143,9 @@ def check_modes(v: LogView, spec: DramSpec, out: Collector) -> None:
                                      f"single-bank mode (HAB -> SB: precharge the SBMR row "
                                      f"{_ROW_SBMR:#x} in banks 0 and 1 of bank group 0)"),
                     pos, -1, v.ch[pos], v.tick[pos], v.tick[pos])
-    chk = np.flatnonzero(ok & np.isin(v.cmd, _NEEDS_AB))
+    grf = (ok & (v.cmd == _WR) & (v.row == _ROW_REG)
+           & (((v.col >= 8) & (v.col <= 15)) | ((v.col >= 24) & (v.col <= 31))))
+    chk = np.flatnonzero((ok & np.isin(v.cmd, _NEEDS_AB)) | grf)
     if chk.size == 0:
         return
     stride = v.n + 1
@@ -159,9 +163,11 @@ def check_modes(v: LogView, spec: DramSpec, out: Collector) -> None:
         cur = np.full(chk.shape, _SB, dtype=np.int64)
     need_pim = v.cmd[chk] == _MAC
     bad = (cur == _SB) | (need_pim & (cur != _HAB_PIM))
-    for c in np.unique(v.cmd[chk[bad]]):
-        m = bad & (v.cmd[chk] == c)
-        name = next(k for k, i in COMMAND_INDEX.items() if i == c)
+    kind = np.where(grf[chk], -1, v.cmd[chk])  # -1: a GRF write
+    for c in np.unique(kind[bad]):
+        m = bad & (kind == c)
+        name = ("WR to a GRF register (register row 0x3fff, column 8..15 or 24..31)" if c < 0
+                else next(k for k, i in COMMAND_INDEX.items() if i == c))
         need = _MODE_NAMES[_HAB_PIM] if c == _MAC else "all-bank mode (HAB or HAB_PIM)"
         for val in np.unique(cur[m]):
             pos = chk[m & (cur == val)]
