@@ -411,6 +411,36 @@ def test_reserved_rows_refused_for_weights():
     run_pim("b200-hbm3e-pim", [k])
 
 
+def test_grf_b_row_after_the_weights_must_fit():
+    """The GRF_B writes go to the row after the weights: a kernel whose weights end at the
+    bank's last row is refused under "hbm-pim" (not on a preset without the protocol), and
+    so is a kernel whose GRF_B row is a reserved row; the engine refuses it too."""
+    spec = get_spec(SAMSUNG)
+    n_rows = spec.org.rows
+    k = GemvKernel(n_vectors=1, n_chunks=1, gw_per_chunk=1, rows_per_chunk=2, macs_per_row=1,
+                   n_res=1, base_row=n_rows - 2)
+    with pytest.raises(ConfigError, match=r"its weights and the result row after them need "
+                                          rf"rows {n_rows - 2}\.\.{n_rows}"):
+        run_pim(spec, [k])
+    run_pim("b200-hbm3e-pim", [k])
+    k = GemvKernel(n_vectors=1, n_chunks=1, gw_per_chunk=1, rows_per_chunk=2, macs_per_row=1,
+                   n_res=1, base_row=ROW_PARK - 2)
+    with pytest.raises(ConfigError, match=r"which hold row 0x1000"):
+        run_pim(spec, [k])
+    from sieve import _dram
+    from sieve.dram.device import DramDevice
+    eng = DramDevice(spec, 1)._engine
+    steps, ptr = mode_sequences(spec)
+    n_pcs = spec.org.pseudochannels
+    kern = np.array([[1, 1, 1, 2, 1, 1, n_rows - 2, 0]], dtype=np.int64)
+    z = np.zeros(n_pcs, dtype=np.int64)
+    with pytest.raises(ValueError, match="writes the row after its weights"):
+        _dram.run_pim(eng, kern, np.array([0] + [1] * n_pcs, dtype=np.int64),
+                      np.zeros(1, dtype=np.int32), np.full(1, -1, dtype=np.int32), 0, 1, 0,
+                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), z, z.copy(),
+                      z.copy(), steps=steps, seq_ptr=ptr)
+
+
 # --- the checker's rule 6 -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
