@@ -25,6 +25,8 @@ PIMSIM_CYCLES = {
     (8192, 4096, 1): 26337,
     (4096, 4096, 4): 51941,
     (1024, 4096, 1): 13166,  # PIMSimulator pads every PIM block to 8 output rows (GRF_B)
+    (4096, 128, 1): 750,  # one input tile (even banks only)
+    (4096, 384, 1): 1479,  # three input tiles: two even-bank, one odd-bank
 }
 # PIMSimulator's mode overheads on channel 0 of the 4096 x 4096 run (DEBUG_CMD_TRACE ticks):
 # park-in 2 -> first ABMR ACT 77; SB->HAB 77 -> last ABMR PRE 143; CRF write at 157;
