@@ -1,11 +1,14 @@
 """Samsung HBM-PIM's mode protocol (spec ``pim.modes = "hbm-pim"``, sieve.dram.pimmode).
 
 Pins: the order of the transitions a kernel issues (park-in, SB->HAB, CRF writes, HAB<->HAB_PIM
-per vector, HAB->SB, park-out), the CRF write count against the GEMV microkernel's instruction
-count, the exact tick of every mode-sequence command and of every overhead span for one PC
-computed by hand from the spec's timings, the lane partial-sum read-back without an adder
-tree, unchanged results on presets without a protocol, and the independent checker's rule 6
-(it accepts the engine's logs and flags a missing or misordered transition).
+per vector, GRF_A writes per chunk, GRF_B writes per vector, HAB->SB, park-out), the CRF write
+count against the GEMV microkernel's instruction count, the exact tick of every mode-sequence
+command (the mode switches as write transactions, the GRF_A writes with bank 1's register row
+ACT/PRE and the MAC row's PREAB/PREA around them, the GRF_B writebacks) and of every overhead
+span for one PC computed by hand from the spec's timings, the GRF_B row's bounds, the lane
+partial-sum read-back without an adder tree, unchanged results on presets without a protocol,
+and the independent checker's rule 6 (it accepts the engine's logs and flags a missing or
+misordered transition, GRF writes outside all-bank mode).
 """
 
 from __future__ import annotations
