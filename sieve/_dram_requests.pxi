@@ -53,32 +53,30 @@ cdef struct ReqSlot:
 
 cdef struct RCand:
     # one candidate command of a bank
-    int64_t ae            # earliest tick below the channel level, edge-aligned
-    int64_t ep            # PC epoch `ae` was computed at (-1 = stale)
     int64_t age           # request id (FR-FCFS age)
     int32_t cmd
     int32_t slot
     int8_t rank
-    int8_t grp            # 0 ACT, 1 PRE, 2 RD, 3 WR (the per-PC group caches)
+    int8_t grp            # 0 ACT, 1 PRE, 2 RD, 3 WR (the command group of the candidate)
+    int32_t where         # its index in its PC's candidate list, -1 = none
 
 
 cdef struct Best:
-    # the best candidate found so far by a scan
+    # the best candidate of a pseudo-channel
     int64_t t
     int64_t age
     int64_t bank
     int32_t cmd
     int32_t slot
     int32_t rank
-    int32_t k
 
 
 cdef struct RBank:
     # per-bank scheduling state: up to three candidates (sieve uses one; ramulator2: the
     # active request's column command, the oldest row hit's, and the ACT/PRE of a queued one)
-    int8_t valid          # candidates are current
+    int8_t valid          # candidates are current (0: on its PC's list of banks to rebuild)
     int8_t nc             # number of candidates
-    RCand c[3]            # (valid, nc and c[0] share the first cache line)
+    RCand c[3]
     int64_t base[5]       # offsets in `ready` of the bank's nodes at levels 0..4
     int32_t node[5]       # the bank's node index at levels 0..4
 
@@ -139,12 +137,16 @@ cdef class RequestRun:
 
     Event-driven and exact: the controller state only changes at injections, refresh due times
     and issues, so the loop jumps between those; at every decision it evaluates what a
-    tick-by-tick controller would see at that tick. Caches (all exact):
-      * per bank, its candidates until its queue or state changes, and each candidate's
-        earliest tick below the channel level until its pseudo-channel's epoch for that command
-        changes (an issue changes `ready` only on its own address path);
+    tick-by-tick controller would see at that tick. Incremental state (all exact):
+      * per bank, its candidates until its queue or state changes (the bank goes on its PC's
+        list of banks to rebuild);
+      * per pseudo-channel, its candidates in one dense list (the offsets in `ready` of the
+        command at the bank's SID, bank-group and bank nodes, the command group, the FR-FCFS
+        key). A look is one pass over the list: a candidate's tick is
+        align(max(G, ready at its SID, BG and bank nodes)), where G, the group's (ACT, PRE,
+        RD, WR: a group has one command) channel- and PC-level tick, is read once per look;
       * per pseudo-channel, its best candidate while nothing in the PC changed and that
-        candidate's tick under the current channel-level values is unchanged (every other
+        candidate's tick under the current ready values is unchanged (every other
         candidate's tick can only have grown: ready values and `now` never decrease, and a
         candidate's rank and age are fixed);
       * per channel, its best command until anything in the channel changes.
@@ -154,7 +156,7 @@ cdef class RequestRun:
     # configuration
     cdef int n_ch, n_pc_ch, bpp, Q, hi, lo, bursts, n_cmd, lc, inj_limit
     cdef int64_t n_pcs, NB
-    cdef bint closed_page, perbank, pc_sib, ram
+    cdef bint closed_page, perbank, ram
     cdef tick_t stall_limit, ref_lead
     # slots of the requests in flight (grown by doubling)
     cdef ReqSlot* sl
@@ -202,19 +204,23 @@ cdef class RequestRun:
     # injection rate
     cdef tick_t inj_tick
     cdef int inj_cnt
-    # per-PC best-candidate cache
+    # per-PC candidate lists (lcap entries per PC): offsets in `ready` of the command at the
+    # bank's SID, BG and bank nodes, FR-FCFS key, group, bank * 4 + k
+    cdef int32_t* l2
+    cdef int32_t* l3
+    cdef int32_t* l4
+    cdef int64_t* lk
+    cdef int32_t* lg
+    cdef int32_t* li
+    cdef int32_t[::1] ln                # entries per PC
+    cdef int64_t lcap
+    cdef int32_t* dl                    # per PC: banks to rebuild (bpp slots per PC)
+    cdef int32_t[::1] dn                # per PC: banks on its rebuild list
+    # per-PC best candidate (valid while pv[q]): its tick and bank * 4 + k
     cdef int8_t[::1] pv
     cdef int64_t[::1] pt
-    cdef int32_t[::1] pcmd
-    cdef int32_t[::1] pslot
-    cdef int64_t[::1] page
-    cdef int64_t[::1] pbank
-    cdef int8_t[::1] prank
-    cdef int8_t[::1] pcand
-    cdef int64_t[::1] pdirty            # per PC: a bank whose queue changed since the scan
-    cdef int64_t[::1] pc_epoch
-    cdef int32_t[::1] fl_ptr
-    cdef int32_t[::1] fl_cmd
+    cdef int32_t[::1] pid
+    cdef int8_t[::1] pfull              # per PC: rebuild every bank at the next look
     # per-channel best-command cache
     cdef int8_t[::1] cv
     cdef int64_t[::1] ct
@@ -256,6 +262,13 @@ cdef class RequestRun:
         self.sl = NULL
         self.freel = NULL
         self.bs = NULL
+        self.l2 = NULL
+        self.l3 = NULL
+        self.l4 = NULL
+        self.lk = NULL
+        self.lg = NULL
+        self.li = NULL
+        self.dl = NULL
         self.hist = NULL
         self.hx = NULL
         self.ltype = NULL
@@ -264,6 +277,13 @@ cdef class RequestRun:
         free(self.sl)
         free(self.freel)
         free(self.bs)
+        free(self.l2)
+        free(self.l3)
+        free(self.l4)
+        free(self.lk)
+        free(self.lg)
+        free(self.li)
+        free(self.dl)
         free(self.hist)
         free(self.hx)
         free(self.ltype)
@@ -317,29 +337,28 @@ cdef class RequestRun:
         self.chblk = np.zeros(n_ch, dtype=np.int8)
         self.inj_tick = -1
         self.inj_cnt = 0
+        # candidate lists: at most three candidates per bank (RBank), named bank * 4 + k
+        if NB >= (1 << 29):
+            raise ValueError("run_requests: more than 2**29 banks")
+        self.lcap = 3 * max(self.bpp, 1)
+        if eng.ready.shape[0] >= (1 << 31):
+            raise ValueError("run_requests: engine state too large")
+        self.l2 = <int32_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int32_t))
+        self.l3 = <int32_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int32_t))
+        self.l4 = <int32_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int32_t))
+        self.lk = <int64_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int64_t))
+        self.lg = <int32_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int32_t))
+        self.li = <int32_t*>malloc(max(n_pcs, 1) * self.lcap * sizeof(int32_t))
+        self.dl = <int32_t*>malloc(max(NB, 1) * sizeof(int32_t))
+        if (self.l2 == NULL or self.l3 == NULL or self.l4 == NULL or self.lk == NULL or self.lg == NULL or self.li == NULL
+                or self.dl == NULL):
+            raise MemoryError("run_requests: candidate lists")
+        self.ln = np.zeros(n_pcs, dtype=np.int32)
+        self.dn = np.zeros(n_pcs, dtype=np.int32)
+        self.pfull = np.ones(n_pcs, dtype=np.int8)
         self.pv = np.zeros(n_pcs, dtype=np.int8)
         self.pt = np.zeros(n_pcs, dtype=np.int64)
-        self.pcmd = np.full(n_pcs, -1, dtype=np.int32)
-        self.pslot = np.zeros(n_pcs, dtype=np.int32)
-        self.page = np.zeros(n_pcs, dtype=np.int64)
-        self.pbank = np.zeros(n_pcs, dtype=np.int64)
-        self.prank = np.zeros(n_pcs, dtype=np.int8)
-        self.pcand = np.zeros(n_pcs, dtype=np.int8)
-        self.pdirty = np.full(n_pcs, -1, dtype=np.int64)
-        # epochs per (PC, command): bumped for the commands whose ready times an issue in the
-        # PC can change at levels 1..4 (the following commands of its rows there)
-        self.pc_epoch = np.zeros(n_pcs * n_cmd, dtype=np.int64)
-        ptr = np.asarray(eng.cons_ptr)
-        nxt = np.asarray(eng.cons_next)
-        # (levels 1..3 only: a bank-level row changes only the issued bank, whose cache is
-        # reset directly after every issue)
-        follows = [sorted({int(nxt[k]) for lv in range(1, LV_BANK)
-                           for k in range(ptr[lv * n_cmd + x], ptr[lv * n_cmd + x + 1])})
-                   for x in range(n_cmd)]
-        fl_ptr = np.zeros(n_cmd + 1, dtype=np.int32)
-        fl_ptr[1:] = np.cumsum([len(f) for f in follows])
-        self.fl_ptr = fl_ptr
-        self.fl_cmd = np.array([f for fs in follows for f in fs] + [0], dtype=np.int32)
+        self.pid = np.zeros(n_pcs, dtype=np.int32)
         self.cv = np.zeros(n_ch, dtype=np.int8)
         self.ct = np.zeros(n_ch, dtype=np.int64)
         self.ccmd = np.zeros(n_ch, dtype=np.int32)
@@ -348,8 +367,6 @@ cdef class RequestRun:
         self.ref_pend = np.zeros(n_pcs, dtype=np.int8)
         self.pend_bank = np.full(n_pcs, -1, dtype=np.int32)
         self.prog = np.zeros(n_ch, dtype=np.int64)
-        self.pc_sib = bool(np.any(np.asarray(eng.cons_sib)[
-            eng.cons_ptr[LV_PC * n_cmd]:eng.cons_ptr[(LV_PC + 1) * n_cmd]]))
         am = np.asarray(eng.cmd_amask).copy()
         if self.ram:
             # Ramulator 2.1's HBM3/4 controller issues only PRE on falling edges
@@ -369,7 +386,7 @@ cdef class RequestRun:
             for l in range(N_LEVELS):
                 self.bs[b].base[l] = eng.lvl_off[l] + <int64_t>nodes[l] * n_cmd
                 self.bs[b].node[l] = nodes[l]
-            self.bs[b].valid = 0
+            self.bs[b].valid = 1
             self.bs[b].nc = 0
         self.cap = 0
         self.n_free = 0
@@ -434,6 +451,8 @@ cdef class RequestRun:
             if n and np.any(np.asarray(a).view(np.uint32) >= eng.cnt[lv]):
                 raise ValueError(f"run_requests: address level {lv} out of range "
                                  f"[0, {eng.cnt[lv]})")
+        if self.id_next + n >= (<int64_t>1 << 58):
+            raise ValueError("run_requests: at most 2**58 requests per run")
         if self.outs and self.id_next + n > self.n_out:
             raise ValueError("run_requests: every request array must have one entry per "
                              "request")
@@ -595,10 +614,19 @@ cdef class RequestRun:
         return (t + m) & ~m
 
     cdef inline void _inval_pc(self, int64_t q) noexcept nogil:
-        cdef int64_t i
+        """Rebuild every bank of PC q at its next look."""
+        self.pfull[q] = 1
         self.pv[q] = 0
-        for i in range(q * self.bpp, (q + 1) * self.bpp):
-            self.bs[i].valid = 0
+
+    cdef inline void _mark(self, int64_t b, int64_t q) noexcept nogil:
+        """Bank b (of PC q) changed: rebuild its candidates at the PC's next look."""
+        SIEVE_CHECK_INDEX(b, self.NB)
+        self.pv[q] = 0
+        if self.bs[b].valid:
+            self.bs[b].valid = 0
+            SIEVE_CHECK_INDEX(self.dn[q], self.bpp)
+            self.dl[q * self.bpp + self.dn[q]] = <int32_t>b
+            self.dn[q] += 1
 
     cdef inline void _inval_channel(self, int c) noexcept nogil:
         """Forget every cached candidate of channel c (its queue type or blocking changed)."""
@@ -704,148 +732,232 @@ cdef class RequestRun:
         cd.age = self.sl[r].id
         cd.rank = <int8_t>rank
         cd.grp = <int8_t>grp
-        cd.ep = -1
+        cd.where = -1
         bk.nc += 1
 
-    cdef inline void _visit(self, int64_t b, int64_t q, int typ, bint blocked,
-                            const int64_t* gep, const tick_t* gclamp, const int64_t* R,
-                            Best* best) noexcept nogil:
-        """Fold bank b's candidates into `best` (FR-FCFS order: earliest tick, then rank,
-        then age; most candidates lose on the tick, so that is tested first)."""
-        cdef RBank* bk
-        cdef RCand* cd
-        cdef int k, g
-        cdef tick_t e
-        SIEVE_CHECK_INDEX(b, self.NB)
-        bk = &self.bs[b]
-        if not bk.valid:
-            self._build(b, q, typ, blocked)
-        for k in range(bk.nc):
-            cd = &bk.c[k]
-            g = cd.grp
-            if cd.ep != gep[g]:
-                cd.ae = self._al(cd.cmd, _max(_max(R[bk.base[1] + cd.cmd],
-                                                   R[bk.base[2] + cd.cmd]),
-                                              _max(R[bk.base[3] + cd.cmd],
-                                                   R[bk.base[4] + cd.cmd])))
-                cd.ep = gep[g]
-            e = _max(cd.ae, gclamp[g])
-            if e > best.t:
-                continue
-            if e == best.t and (cd.rank < best.rank or (cd.rank == best.rank
-                                                        and cd.age >= best.age)):
-                continue
-            best.t = e
-            best.cmd = cd.cmd
-            best.slot = cd.slot
-            best.age = cd.age
-            best.rank = cd.rank
-            best.bank = b
-            best.k = k
+    # ---- per-PC candidate lists (see the class docstring) -------------------------------
+    cdef inline void _cand_set(self, int64_t q, int64_t b, int k, int32_t i) noexcept nogil:
+        """Write candidate k of bank b into entry i of PC q's list."""
+        cdef RBank* bk = &self.bs[b]
+        cdef RCand* cd = &bk.c[k]
+        cdef int64_t o = q * self.lcap + i
+        SIEVE_CHECK_INDEX(i, self.lcap)
+        cd.where = i
+        self.l2[o] = <int32_t>(bk.base[2] + cd.cmd)
+        self.l3[o] = <int32_t>(bk.base[3] + cd.cmd)
+        self.l4[o] = <int32_t>(bk.base[4] + cd.cmd)
+        # FR-FCFS key: higher rank first, then older (rank <= 4 and ids < 2**58: feed)
+        self.lk[o] = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+        self.lg[o] = cd.grp
+        self.li[o] = <int32_t>((b << 2) | k)
 
-    cdef void _scan_pc(self, int64_t q, int typ, tick_t now) noexcept nogil:
-        """Best candidate of pseudo-channel q for queue type `typ` (FR-FCFS order)."""
-        cdef int64_t NB = self.NB
-        cdef int bpp = self.bpp
-        cdef int64_t i, b, n_q, n_a
-        cdef int64_t gep[4]
-        cdef tick_t gclamp[4]
-        cdef Best best
-        cdef bint blocked
+    cdef inline void _cand_put(self, int64_t q, int64_t b, int k) noexcept nogil:
+        """Append candidate k of bank b to PC q's list."""
+        self._cand_set(q, b, k, self.ln[q])
+        self.ln[q] += 1
+
+    cdef inline void _cand_del_at(self, int64_t q, int32_t i) noexcept nogil:
+        """Remove entry i of PC q's list (the last entry takes its place)."""
+        cdef int64_t o = q * self.lcap
+        cdef int32_t n = self.ln[q] - 1
+        cdef int32_t id
+        SIEVE_CHECK_INDEX(i, n + 1)
+        if i != n:
+            id = self.li[o + n]
+            self.l2[o + i] = self.l2[o + n]
+            self.l3[o + i] = self.l3[o + n]
+            self.l4[o + i] = self.l4[o + n]
+            self.lk[o + i] = self.lk[o + n]
+            self.lg[o + i] = self.lg[o + n]
+            self.li[o + i] = id
+            self.bs[(id >> 2)].c[(id & 3)].where = i
+        self.ln[q] = n
+
+    cdef void _rebuild(self, int64_t q, int typ, bint blocked) noexcept nogil:
+        """Bring PC q's candidate list up to date: rebuild the banks on its list (or every
+        bank), as a scan over its banks with queued (ramulator2: or active) requests would."""
+        cdef int64_t b, i, n, b0
+        cdef int k, j, old_n
+        cdef int32_t old_w[3]
+        cdef RBank* bk
+        b0 = q * self.bpp
+        if self.pfull[q]:
+            self.pfull[q] = 0
+            self.ln[q] = 0
+            self.dn[q] = 0
+            for b in range(b0, b0 + self.bpp):
+                self.bs[b].valid = 1
+                self.bs[b].nc = 0
+            n = 0 if blocked else self.pact_n[typ * self.n_pcs + q]
+            for i in range(n):
+                b = self.pact_list[typ * self.NB + b0 + i]
+                self._build(b, q, typ, blocked)
+                for k in range(self.bs[b].nc):
+                    self._cand_put(q, b, k)
+            n = self.an[q] if self.ram else 0
+            for i in range(n):
+                b = self.alist[b0 + i]
+                if blocked or self.pact_pos[typ * self.NB + b] == -1:  # (else built above)
+                    self._build(b, q, typ, blocked)
+                    for k in range(self.bs[b].nc):
+                        self._cand_put(q, b, k)
+            return
+        n = self.dn[q]
+        for i in range(n):
+            b = self.dl[b0 + i]
+            bk = &self.bs[b]
+            # the bank's new candidates take its old ones' list entries, in order
+            old_n = bk.nc
+            for k in range(old_n):
+                old_w[k] = bk.c[k].where
+            bk.valid = 1
+            bk.nc = 0
+            if (not blocked and self.pact_pos[typ * self.NB + b] != -1) or (
+                    self.ram and self.act_slot[b] != -1):
+                self._build(b, q, typ, blocked)
+            for k in range(bk.nc):
+                if k < old_n:
+                    self._cand_set(q, b, k, old_w[k])
+                else:
+                    self._cand_put(q, b, k)
+            # old entries left over go, highest list index first (so that no entry still
+            # to go is moved by a removal)
+            while old_n > bk.nc:
+                j = bk.nc
+                for k in range(bk.nc + 1, old_n):
+                    if old_w[k] > old_w[j]:
+                        j = k
+                self._cand_del_at(q, old_w[j])
+                old_w[j] = old_w[old_n - 1]
+                old_n -= 1
+        self.dn[q] = 0
+
+    cdef inline tick_t _tick(self, int64_t b, int cmd, int64_t chb, int64_t pcb,
+                             tick_t now) noexcept nogil:
+        """Earliest tick of `cmd` at bank b (every level of its path), at or after `now`."""
         cdef const int64_t* R = &self.eng.ready[0]
-        if self.ram:
-            blocked = self.chblk[q // self.n_pc_ch] != 0
-        else:
-            blocked = self.ref_pend[q] and not self.perbank  # the whole PC waits for its REF
-        n_q = 0 if blocked else self.pact_n[typ * self.n_pcs + q]
-        n_a = self.an[q] if self.ram else 0
-        self._groups(q, now, gep, gclamp)
+        cdef RBank* bk = &self.bs[b]
+        return self._al(cmd, _max(_max(_max(R[chb + cmd], R[pcb + cmd]), now),
+                                  _max(_max(R[bk.base[2] + cmd], R[bk.base[3] + cmd]),
+                                       R[bk.base[4] + cmd])))
+
+    cdef void _look(self, int64_t q, int64_t chb, int typ, bint blocked, tick_t now,
+                    Best* best) noexcept nogil:
+        """The best candidate of PC q at `now` (FR-FCFS: earliest tick, then rank, then
+        age); best.cmd = -1 when it has none. ``chb``: offset of its channel's row in
+        `ready`."""
+        cdef const int64_t* R = &self.eng.ready[0]
+        cdef int64_t pcb = self.eng.lvl_off[1] + q * self.n_cmd
+        cdef int64_t o = q * self.lcap
+        cdef int32_t i, n, mi, id, g
+        cdef tick_t e, m
+        cdef int64_t mk
+        cdef tick_t G[4]
+        cdef tick_t M[4]
+        cdef RCand* cd
+        cdef const int32_t* l2
+        cdef const int32_t* l3
+        cdef const int32_t* l4
+        cdef const int64_t* lk
+        cdef const int32_t* lg
+        if self.pv[q]:
+            # the cached best stands if its tick has not moved (see the class docstring)
+            id = self.pid[q]
+            cd = &self.bs[id >> 2].c[id & 3]
+            if self._tick(id >> 2, cd.cmd, chb, pcb, now) == self.pt[q]:
+                best.t = self.pt[q]
+                best.cmd = cd.cmd
+                best.slot = cd.slot
+                best.age = cd.age
+                best.rank = cd.rank
+                best.bank = id >> 2
+                if SIEVE_DEBUG_BUILD:
+                    self._check_look(q, chb, now, best)
+                return
+        if self.pfull[q] or self.dn[q]:
+            self._rebuild(q, typ, blocked)
+        best.cmd = -1
         best.t = T_INF
         best.rank = -1
         best.age = AGE_INF
-        best.cmd = -1
         best.slot = -1
         best.bank = -1
-        best.k = 0
-        for i in range(n_q):
-            b = self.pact_list[typ * NB + q * bpp + i]
-            self._visit(b, q, typ, blocked, gep, gclamp, R, &best)
-        for i in range(n_a):
-            # ramulator2: banks whose only candidate is an active request's column command
-            b = self.alist[q * bpp + i]
-            if blocked or self.pact_pos[typ * NB + b] == -1:  # (else visited above)
-                self._visit(b, q, typ, blocked, gep, gclamp, R, &best)
-        self._store(q, &best)
-
-    cdef inline void _groups(self, int64_t q, tick_t now, int64_t* gep,
-                             tick_t* gclamp) noexcept nogil:
-        """Per command group (ACT, PRE, RD, WR) of PC q: the PC epoch of its ready times and
-        the channel-level clamp at `now`."""
-        cdef int64_t* R = &self.eng.ready[0]
-        cdef int64_t chbase = self.eng.lvl_off[0] + (q // self.n_pc_ch) * self.n_cmd
-        cdef int g
-        cdef int gcmd[4]
-        gcmd[0] = C_ACT
-        gcmd[1] = C_PRE
-        gcmd[2] = C_RD
-        gcmd[3] = C_WR
-        for g in range(4):
-            gep[g] = self.pc_epoch[q * self.n_cmd + gcmd[g]]
-            gclamp[g] = self._al(gcmd[g], _max(R[chbase + gcmd[g]], now))
-
-    cdef inline void _store(self, int64_t q, Best* best) noexcept nogil:
-        self.pt[q] = best.t
-        self.pcmd[q] = best.cmd
-        self.pslot[q] = best.slot
-        self.page[q] = best.age
-        self.pbank[q] = best.bank
-        self.prank[q] = <int8_t>best.rank
-        self.pcand[q] = <int8_t>best.k
-        self.pdirty[q] = -1
-
-    cdef void _fold_dirty(self, int64_t q, int typ, tick_t now) noexcept nogil:
-        """PC q's cached best is still the best of every bank but pdirty[q], whose queue
-        changed (an injection): fold that bank's new candidates in (exact: see the class
-        docstring; called only when the cached best is not from that bank)."""
-        cdef int64_t gep[4]
-        cdef tick_t gclamp[4]
-        cdef Best best
-        cdef int64_t b = self.pdirty[q]
-        cdef bint blocked
-        cdef const int64_t* R = &self.eng.ready[0]
-        if self.ram:
-            blocked = self.chblk[q // self.n_pc_ch] != 0
-        else:
-            blocked = self.ref_pend[q] and not self.perbank
-        self._groups(q, now, gep, gclamp)
-        best.t = self.pt[q]
-        best.cmd = self.pcmd[q]
-        best.slot = self.pslot[q]
-        best.age = self.page[q]
-        best.bank = self.pbank[q]
-        best.rank = self.prank[q]
-        best.k = self.pcand[q]
-        if best.cmd < 0:
-            best.t = T_INF
-            best.rank = -1
-            best.age = AGE_INF
-        if blocked:
-            # its queued requests may not issue now, and an injection leaves an active
-            # request's candidate as it was
-            self.pdirty[q] = -1
+        n = self.ln[q]
+        if n == 0:
+            self.pv[q] = 0
             return
-        self._visit(b, q, typ, blocked, gep, gclamp, R, &best)
-        self._store(q, &best)
+        # per group: channel- and PC-level ready tick (at least `now`) and alignment mask
+        G[0] = _max(_max(R[chb + C_ACT], R[pcb + C_ACT]), now)
+        G[1] = _max(_max(R[chb + C_PRE], R[pcb + C_PRE]), now)
+        G[2] = _max(_max(R[chb + C_RD], R[pcb + C_RD]), now)
+        G[3] = _max(_max(R[chb + C_WR], R[pcb + C_WR]), now)
+        M[0] = self.amask[C_ACT]
+        M[1] = self.amask[C_PRE]
+        M[2] = self.amask[C_RD]
+        M[3] = self.amask[C_WR]
+        l2 = &self.l2[o]
+        l3 = &self.l3[o]
+        l4 = &self.l4[o]
+        lk = &self.lk[o]
+        lg = &self.lg[o]
+        m = T_INF
+        mk = AGE_INF
+        mi = 0
+        for i in range(n):
+            g = lg[i]
+            e = _max(_max(R[l2[i]], R[l3[i]]), _max(R[l4[i]], G[g]))
+            e = (e + M[g]) & ~M[g]
+            if e <= m:
+                if e < m or lk[i] < mk:
+                    m = e
+                    mk = lk[i]
+                    mi = i
+        id = self.li[o + mi]
+        cd = &self.bs[id >> 2].c[id & 3]
+        best.t = m
+        best.cmd = cd.cmd
+        best.slot = cd.slot
+        best.age = cd.age
+        best.rank = cd.rank
+        best.bank = id >> 2
+        self.pv[q] = 1
+        self.pt[q] = m
+        self.pid[q] = id
+        if SIEVE_DEBUG_BUILD:
+            self._check_look(q, chb, now, best)
 
-    cdef void _unused_store(self, int64_t q, tick_t bt, int bcmd, int32_t bslot, int64_t bage,
-                            int64_t bbank, int brank, int bk_i) noexcept nogil:
-        self.pt[q] = bt
-        self.pcmd[q] = bcmd
-        self.pslot[q] = bslot
-        self.page[q] = bage
-        self.pbank[q] = bbank
-        self.prank[q] = <int8_t>brank
-        self.pcand[q] = <int8_t>bk_i
+    cdef void _check_look(self, int64_t q, int64_t chb, tick_t now, Best* best) noexcept nogil:
+        """Debug builds: the candidate list matches the banks' candidates, and the best is
+        the FR-FCFS minimum over all of them (aborts otherwise)."""
+        cdef int64_t pcb = self.eng.lvl_off[1] + q * self.n_cmd
+        cdef int64_t o = q * self.lcap
+        cdef int32_t i
+        cdef int gc
+        cdef int64_t b, bad = 0
+        cdef tick_t e, bt = T_INF, bage = AGE_INF
+        cdef int brank = -1
+        cdef RBank* bk
+        cdef RCand* cd
+        for i in range(self.ln[q]):
+            b = self.li[o + i] >> 2
+            bk = &self.bs[b]
+            cd = &bk.c[self.li[o + i] & 3]
+            gc = C_ACT if cd.grp == 0 else C_PRE if cd.grp == 1 else C_RD if cd.grp == 2 else C_WR
+            if (cd.where != i or cd.cmd != gc or self.lg[o + i] != cd.grp
+                    or self.l2[o + i] != bk.base[2] + gc or self.l3[o + i] != bk.base[3] + gc
+                    or self.l4[o + i] != bk.base[4] + gc
+                    or self.lk[o + i] != ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+                    or b // self.bpp != q or not bk.valid or (self.li[o + i] & 3) >= bk.nc):
+                bad = 1
+            e = self._tick(b, gc, chb, pcb, now)
+            if e < bt or (e == bt and (cd.rank > brank or (cd.rank == brank
+                                                            and cd.age < bage))):
+                bt = e
+                brank = cd.rank
+                bage = cd.age
+        if bt != best.t or (best.cmd >= 0 and (brank != best.rank or bage != best.age)):
+            bad = 1
+        SIEVE_CHECK_INDEX(-bad, 1)  # aborts with a message when the lists are inconsistent
 
     cdef inline bint _rate_full(self, tick_t now) noexcept nogil:
         """The front end has injected all it may at tick `now` (``inject_per_tick``; one at
@@ -897,7 +1009,7 @@ cdef class RequestRun:
         cdef int64_t* next_ref = &eng.ref_due[0]
         cdef int32_t* rr = &eng.ref_rr[0]
         cdef int nodes[5]
-        cdef int64_t b, q, q0, p, j, i, head
+        cdef int64_t b, q, q0, p, j, i, head, chb
         cdef int32_t r, r2, a
         cdef int c, l, k, cmd, typ, kind, best_c, bcmd, brank, bk_i, cls
         cdef int32_t bslot
@@ -909,6 +1021,7 @@ cdef class RequestRun:
         cdef bint last, better, blocked
         cdef ReqSlot* s
         cdef RBank* bk
+        cdef Best pb
         with nogil:
             while True:
                 self.it += 1
@@ -1000,11 +1113,7 @@ cdef class RequestRun:
                     self.id_next += 1
                     self.n_injected += 1
                     self.in_pos += 1
-                    self.bs[b].valid = 0
-                    # one bank of the PC changed: fold it into the cached best (or rescan)
-                    if self.pv[q] and self.pdirty[q] != -1 and self.pdirty[q] != b:
-                        self.pv[q] = 0
-                    self.pdirty[q] = b
+                    self._mark(b, q)  # one bank of the PC changed
                     self.cv[c] = 0
                 if rc != E_OK:
                     eng.status = rc
@@ -1060,6 +1169,7 @@ cdef class RequestRun:
                         bbank = -1
                         head = -1
                         q0 = <int64_t>c * n_pc_ch
+                        chb = eng.lvl_off[0] + <int64_t>c * n_cmd
                         for q in range(q0, q0 + n_pc_ch):
                             # refresh commands of a due pseudo-channel (priority over requests;
                             # ramulator2: only the head of the refresh FIFO)
@@ -1081,32 +1191,22 @@ cdef class RequestRun:
                                         brank = 2
                                         bage = -1
                                         bbank = b
-                            # the PC's best candidate: cached unless something changed
-                            if self.pv[q] and self.pcmd[q] >= 0:
-                                bk = &self.bs[self.pbank[q]]
-                                cmd = self.pcmd[q]
-                                if _max(bk.c[self.pcand[q]].ae,
-                                        self._al(cmd, _max(R[bk.base[0] + cmd], now))) != self.pt[q]:
-                                    self.pv[q] = 0
-                            if self.pv[q] and self.pdirty[q] != -1:
-                                if self.pcmd[q] >= 0 and self.pbank[q] == self.pdirty[q]:
-                                    self.pv[q] = 0
-                                else:
-                                    self._fold_dirty(q, typ, now)
-                            if not self.pv[q]:
-                                self._scan_pc(q, typ, now)
-                                self.pv[q] = 1
-                            if self.pcmd[q] >= 0:
-                                e = self.pt[q]
-                                better = (e < bt) | ((e == bt) & ((self.prank[q] > brank) | (
-                                    (self.prank[q] == brank) & (self.page[q] < bage))))
+                            # the PC's best candidate
+                            if ram:
+                                blocked = self.chblk[c] != 0
+                            else:
+                                blocked = self.ref_pend[q] and not perbank
+                            self._look(q, chb, typ, blocked, now, &pb)
+                            if pb.cmd >= 0:
+                                better = (pb.t < bt) | ((pb.t == bt) & ((pb.rank > brank) | (
+                                    (pb.rank == brank) & (pb.age < bage))))
                                 if better:
-                                    bt = e
-                                    bcmd = self.pcmd[q]
-                                    bslot = self.pslot[q]
-                                    bage = self.page[q]
-                                    brank = self.prank[q]
-                                    bbank = self.pbank[q]
+                                    bt = pb.t
+                                    bcmd = pb.cmd
+                                    bslot = pb.slot
+                                    bage = pb.age
+                                    brank = pb.rank
+                                    bbank = pb.bank
                         self.cv[c] = 1
                         self.ct[c] = bt
                         self.ccmd[c] = bcmd
@@ -1157,8 +1257,6 @@ cdef class RequestRun:
                     nodes[l] = bk.node[l]
                 q = nodes[1]
                 self.cv[c] = 0
-                for k in range(bk.nc):
-                    bk.c[k].ep = -1  # bank-level rows of this command changed this bank only
                 kind = eng.cmd_kind[cmd]
                 if kind == K_READ or kind == K_WRITE:
                     self.prog[c] = now
@@ -1239,7 +1337,6 @@ cdef class RequestRun:
                                     self._freed(typ * n_ch + c, now)
                             self.freel[self.n_free] = r
                             self.n_free += 1
-                        bk.valid = 0
                     else:
                         rc = eng._issue(cmd, nodes, s.row, -1, now)
                         if rc == E_OK and eng.log_on:
@@ -1253,7 +1350,6 @@ cdef class RequestRun:
                             self.apos[b] = self.an[q]
                             self.alist[q * bpp + self.an[q]] = <int32_t>b
                             self.an[q] += 1
-                        bk.valid = 0
                 if ram and (kind != K_READ and kind != K_WRITE and kind != K_READ_AP
                             and kind != K_WRITE_AP):
                     # Ramulator's controller fills its column slot before its row slot in a
@@ -1263,13 +1359,8 @@ cdef class RequestRun:
                         i = eng.lvl_off[0] + <int64_t>c * n_cmd + l
                         if R[i] < now + 1:
                             R[i] = now + 1
-                # the issue changed ready times of the followers of `cmd` in this PC (and in its
-                # sibling PCs if PC-level sibling rows exist): their cached ticks are stale
-                for q0 in range(<int64_t>c * n_pc_ch, <int64_t>(c + 1) * n_pc_ch):
-                    if q0 == q or self.pc_sib:
-                        for k in range(self.fl_ptr[cmd], self.fl_ptr[cmd + 1]):
-                            self.pc_epoch[q0 * n_cmd + self.fl_cmd[k]] += 1
-                        self.pv[q0] = 0
+                # the bank changed (every look reads the ready times afresh)
+                self._mark(b, q)
                 if rc != E_OK:
                     eng.status = rc
                     out = RUN_ERROR
