@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import random
-import re
 import resource
 import subprocess
 import sys
@@ -181,15 +180,9 @@ def main(argv=None) -> int:
     print(text)
     if args.write:
         sys.path.insert(0, str(REPO))
-        from sieve.outputs import write_text
+        from sieve.outputs import write_section
 
-        doc = Path(args.write).read_text()
-        pat = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        if pat.search(doc):
-            doc = pat.sub(lambda _: text, doc)
-        else:
-            doc = doc.rstrip() + "\n\n" + text + "\n"
-        write_text(args.write, doc)
+        write_section(args.write, BEGIN, END, text)
     return 0
 
 

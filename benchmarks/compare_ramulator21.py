@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -232,15 +231,9 @@ def main(argv=None) -> int:
     text = render(rows, checks, args.requests)
     print(text)
     if args.write:
-        from sieve.outputs import write_text
+        from sieve.outputs import write_section
 
-        doc = Path(args.write).read_text()
-        pat = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        if pat.search(doc):
-            doc = pat.sub(lambda _: text, doc)
-        else:
-            doc = doc.rstrip() + "\n\n" + text + "\n"
-        write_text(args.write, doc)
+        write_section(args.write, BEGIN, END, text)
     return 0
 
 

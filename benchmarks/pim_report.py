@@ -12,7 +12,6 @@ text between the ``<!-- pimk:begin/end -->`` markers (the section is appended if
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from sieve.dram.spec import DramSpec  # noqa: E402
 from sieve.hw import gpu  # noqa: E402
 from sieve.hw.system import SystemConfig, get_system  # noqa: E402
 from sieve.model.moe import MODELS, get_model  # noqa: E402
-from sieve.outputs import write_text  # noqa: E402
+from sieve.outputs import write_section  # noqa: E402
 from sieve.pim.attention import run_attention  # noqa: E402
 from sieve.pim.costs import PimCostTable  # noqa: E402
 from sieve.pim.ffn import ffn_shape, run_expert_ffn, run_moe_tp  # noqa: E402
@@ -233,13 +232,8 @@ def section() -> str:
 
 
 def write(path: Path, md: str) -> None:
-    text = path.read_text() if path.exists() else "# Validation\n"
-    pat = re.compile(r"<!-- pimk:begin.*?<!-- pimk:end -->", re.DOTALL)
-    if pat.search(text):
-        text = pat.sub(lambda _: md, text)
-    else:
-        text = text.rstrip("\n") + "\n\n## PIM kernels\n\n" + md + "\n"
-    write_text(path, text)
+    write_section(path, "<!-- pimk:begin", "<!-- pimk:end -->", md, heading="PIM kernels",
+                  new_file="# Validation\n")
 
 
 def main(argv: list[str] | None = None) -> int:

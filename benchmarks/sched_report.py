@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import re
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from sieve import hw
 from sieve.hw.cost import ExpertShape, PimExperts
 from sieve.model import get_model
-from sieve.outputs import write_bytes, write_text
+from sieve.outputs import write_bytes, write_section
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_tp
 from sieve.sched.estimator import Estimator
@@ -190,13 +189,8 @@ def section(instances: int = 2000, figure: str | None = FIGURE) -> str:
 
 
 def write(path: Path, md: str) -> None:
-    text = path.read_text() if path.exists() else "# Validation\n"
-    pat = re.compile(r"<!-- sched:begin.*?<!-- sched:end -->", re.DOTALL)
-    if pat.search(text):
-        text = pat.sub(lambda _: md, text)
-    else:
-        text = text.rstrip("\n") + "\n\n## Schedulers\n\n" + md + "\n"
-    write_text(path, text)
+    write_section(path, "<!-- sched:begin", "<!-- sched:end -->", md, heading="Schedulers",
+                  new_file="# Validation\n")
 
 
 def main(argv: list[str] | None = None) -> int:

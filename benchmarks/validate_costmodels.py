@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sieve.calibration import costmodels as calibrate
 from sieve.hw import comm, gpu
 from sieve.hw.presets import get_gpu
-from sieve.outputs import write_text
+from sieve.outputs import write_section, write_text
 
 CMD = "python benchmarks/validate_costmodels.py --write docs/validation.md"
 ROLES = ("train", "hold-out", "hold-out (L2 ⚠)", "hold-out (other kernel)")
@@ -183,16 +182,10 @@ def write(path: Path, gpu_md: str, comm_md: str) -> None:
     if not path.exists():
         write_text(path, SKELETON.format(gpu=gpu_md, comm=comm_md))
         return
-    text = path.read_text()
     for name, body in (("gpu", gpu_md), ("comm", comm_md)):
-        pat = re.compile(rf"<!-- costmodels:{name}:begin.*?<!-- costmodels:{name}:end -->",
-                         re.S)
-        if pat.search(text):
-            text = pat.sub(lambda _m, b=body: b, text)
-        else:
-            title = "GPU cost model" if name == "gpu" else "Interconnect model"
-            text = text.rstrip() + f"\n\n## {title}\n\n{body}\n"
-    write_text(path, text)
+        title = "GPU cost model" if name == "gpu" else "Interconnect model"
+        write_section(path, f"<!-- costmodels:{name}:begin", f"<!-- costmodels:{name}:end -->",
+                      body, heading=title)
 
 
 def refit() -> int:

@@ -12,7 +12,6 @@ bound, and reports the independent checker's verdict on the logs.
 from __future__ import annotations
 
 import argparse
-import re
 import time
 
 from sieve import dram, pim
@@ -171,16 +170,9 @@ def main(argv=None) -> int:
     if not args.write:
         print(text)
         return 0
-    from sieve.outputs import write_text
+    from sieve.outputs import write_section
 
-    with open(args.write) as fh:
-        doc = fh.read()
-    pat = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-    if pat.search(doc):
-        doc = pat.sub(lambda _: text, doc)
-    else:
-        doc = doc.rstrip() + "\n\n## DRAM/PIM engine\n\n" + text + "\n"
-    write_text(args.write, doc)
+    write_section(args.write, BEGIN, END, text, heading="DRAM/PIM engine")
     return 0
 
 

@@ -15,12 +15,11 @@ and collective benchmarks only (docs/validation.md, GPU and interconnect section
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import numpy as np
 
-from sieve.outputs import write_text
+from sieve.outputs import write_section
 from sieve.system.run import RunConfig, simulate_run
 
 CMD = "python benchmarks/validate_serving.py --write docs/validation.md"
@@ -120,14 +119,8 @@ def section() -> str:
 
 
 def write(path: Path, md: str) -> None:
-    text = path.read_text() if path.exists() else "# Validation\n"
-    pat = re.compile(r"<!-- serving:begin.*?<!-- serving:end -->", re.DOTALL)
-    if pat.search(text):
-        text = pat.sub(lambda _: md, text)
-    else:
-        text = (text.rstrip("\n") + "\n\n## Step simulator against measured serving\n\n" + md
-                + "\n")
-    write_text(path, text)
+    write_section(path, "<!-- serving:begin", "<!-- serving:end -->", md,
+                  heading="Step simulator against measured serving", new_file="# Validation\n")
 
 
 def main(argv: list[str] | None = None) -> int:

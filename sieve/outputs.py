@@ -150,6 +150,23 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+def write_section(path: str | Path, begin: str, end: str, text: str, *,
+                  heading: str | None = None, new_file: str = "") -> Path:
+    """Replace the generated part of a Markdown file, atomically: everything from ``begin`` to
+    ``end`` (markers such as ``<!-- perf:trace:begin``; ``text`` carries both) becomes
+    ``text``. A file without that part gets ``text`` appended, under ``## heading`` if given;
+    a missing file starts as ``new_file``. The benchmarks' ``--write`` use this."""
+    p = Path(path)
+    doc = p.read_text() if p.exists() else new_file
+    pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
+    if pat.search(doc):
+        doc = pat.sub(lambda _: text, doc)
+    else:
+        doc = (doc.rstrip("\n") + "\n\n" + (f"## {heading}\n\n" if heading else "") + text
+               + "\n")
+    return write_text(p, doc)
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
     """Replace ``path`` with ``obj`` as indented, key-sorted JSON, atomically."""
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=jsonable) + "\n")

@@ -13,7 +13,15 @@ import sys
 import pytest
 
 from sieve.errors import ConfigError, OutputError
-from sieve.outputs import MANIFEST, atomic_write, check_out_dir, open_run, write_run, write_text
+from sieve.outputs import (
+    MANIFEST,
+    atomic_write,
+    check_out_dir,
+    open_run,
+    write_run,
+    write_section,
+    write_text,
+)
 
 
 def _mode(p) -> int:
@@ -228,3 +236,16 @@ def test_a_symlinked_run_folder_is_replaced_where_it_is(tmp_path):
     write_run(link, {"a.csv": "new"}, command="t")
     assert link.is_symlink() and (real / "a.csv").read_text() == "new"
     assert sorted(os.listdir(tmp_path / "data")) == ["run"]
+
+
+def test_write_section_replaces_only_the_marked_part_or_appends_it(tmp_path):
+    doc = tmp_path / "v.md"
+    new = "<!-- x:begin -->\nnew\n<!-- x:end -->"
+    write_section(doc, "<!-- x:begin", "<!-- x:end -->", new, heading="X", new_file="# V\n")
+    assert doc.read_text() == "# V\n\n## X\n\n" + new + "\n"
+    doc.write_text("head\n<!-- x:begin (generated) -->\nold\n<!-- x:end -->\ntail\n")
+    write_section(doc, "<!-- x:begin", "<!-- x:end -->", new, heading="X")
+    assert doc.read_text() == "head\n" + new + "\ntail\n"
+    # a marker-like text in the replacement is not read as a regex group reference
+    write_section(doc, "<!-- x:begin", "<!-- x:end -->", new.replace("new", r"\1 \g<0>"))
+    assert r"\1 \g<0>" in doc.read_text()
