@@ -32,7 +32,6 @@ import numpy as np
 from sieve.errors import ConfigError
 from sieve.hw.cost import (
     DecodeAttention,
-    ExpertShape,
     Gemm,
     GpuOp,
     GroupedExperts,
@@ -40,6 +39,7 @@ from sieve.hw.cost import (
     PrefillAttention,
 )
 from sieve.model.parts import GqaAttention, MlaAttention
+from sieve.sched.trace import expert_shape  # one definition (re-exported here)
 
 __all__ = [
     "expert_shape",
@@ -52,14 +52,6 @@ __all__ = [
     "tp_shard",
     "weight_bytes",
 ]
-
-
-def expert_shape(model, shared: bool = False) -> ExpertShape:
-    """The routed (or shared) expert FFN shape of a model."""
-    g = model.shared_expert_gemv() if shared else model.expert_gemv()
-    if g is None:
-        raise ConfigError(f"model {model.name!r}: has no shared experts")
-    return ExpertShape(g.hidden_size, g.intermediate_size, gated=True)
 
 
 def tp_shard(model, n: int):

@@ -92,14 +92,15 @@ class RunConfig:
     steps: int = 2
     warmup: int = 1
     seed: int = 0
-    parallel: str = "ep"
-    microbatches: int = 1
-    pim_order: str = "layer"
-    estimator: str = "achievable"
-    scheduler_ns: float | None = None
-    expert_dtype: str | None = None
-    kv_dtype: str = "bf16"
-    layers: int | None = None
+    # the step options' defaults are StepOptions' own (one place to change them)
+    parallel: str = StepOptions.parallel
+    microbatches: int = StepOptions.microbatches
+    pim_order: str = StepOptions.pim_order
+    estimator: str = StepOptions.estimator
+    scheduler_ns: float | None = StepOptions.scheduler_ns
+    expert_dtype: str | None = StepOptions.expert_dtype
+    kv_dtype: str = StepOptions.kv_dtype
+    layers: int | None = StepOptions.layers
     system_overrides: tuple[tuple[str, Any], ...] = ()
     trace: str | None = None
 
