@@ -11,13 +11,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from pim_logs import per_channel, same_logs
 
 from sieve import dram, pim
 from sieve.dram import GemvKernel, PimDevice, ProgramMemo, checker
 from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
-
-FIELDS = ("tick", "cmd", "pc", "sid", "bg", "bank", "row", "col")
 
 
 def small(name: str = "b200-hbm3e-pim", channels: int = 4, **kw):
@@ -27,22 +26,6 @@ def small(name: str = "b200-hbm3e-pim", channels: int = 4, **kw):
 
 def refi_ns(spec) -> float:
     return spec.timing.nREFI * spec.tCK_ns
-
-
-def per_channel(log: np.ndarray) -> dict[int, np.ndarray]:
-    """Each channel's commands in issue order (seq), without the seq numbers themselves:
-    channels are independent, so only their own order is defined."""
-    out = {}
-    for c in np.unique(log["ch"]):
-        lg = log[log["ch"] == c]
-        lg = lg[np.argsort(lg["seq"], kind="stable")]
-        out[int(c)] = np.stack([lg[f].astype(np.int64) for f in FIELDS])
-    return out
-
-
-def same_logs(a: np.ndarray, b: np.ndarray) -> bool:
-    pa, pb = per_channel(a), per_channel(b)
-    return pa.keys() == pb.keys() and all(np.array_equal(pa[c], pb[c]) for c in pa)
 
 
 def programs(spec):

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pim_logs import same_logs
 
 from sieve import dram, pim
 from sieve.dram import IDLE_POLICIES, GemvKernel, PimDevice, ProgramMemo, checker
 from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
 
-FIELDS = ("tick", "cmd", "pc", "sid", "bg", "bank", "row", "col")
 ARRAYS = ("pc_busy_ns", "pc_finish_ns", "kernel_ptr", "kernel_start_ns", "kernel_end_ns")
 REFAB, PREAB = 7, 11
 
@@ -32,22 +32,6 @@ def small(name: str = "b200-hbm3e-pim", channels: int = 4):
 
 def refi_ticks(spec) -> int:
     return spec.timing.nREFI * spec.timing.ticks_per_ck
-
-
-def per_channel(log: np.ndarray) -> dict[int, np.ndarray]:
-    """Each channel's commands in issue order, without the global sequence numbers (channels
-    are independent, so only each channel's own order is defined)."""
-    out = {}
-    for c in np.unique(log["ch"]):
-        lg = log[log["ch"] == c]
-        lg = lg[np.argsort(lg["seq"], kind="stable")]
-        out[int(c)] = np.stack([lg[f].astype(np.int64) for f in FIELDS])
-    return out
-
-
-def same_logs(a: np.ndarray, b: np.ndarray) -> bool:
-    pa, pb = per_channel(a), per_channel(b)
-    return pa.keys() == pb.keys() and all(np.array_equal(pa[c], pb[c]) for c in pa)
 
 
 def assert_same_result(a, b):
