@@ -72,7 +72,7 @@ LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
 
 # Columns of a PIM kernel descriptor row (see sieve.dram.GemvKernel)
 cdef enum:
-    K_NVEC = 0       # input vectors (tokens), serialized
+    K_NVEC = 0       # input vectors (tokens), in passes of K_VPP
     K_NCHUNK = 1     # global-buffer fills per vector
     K_GW = 2         # GWRITE bursts per chunk
     K_ROWS = 3       # all-bank row activations per chunk
@@ -80,9 +80,10 @@ cdef enum:
     K_NRES = 5       # RDRES bursts per vector
     K_BASE = 6       # first row of the kernel's weights
     K_GAP = 7        # ticks between the previous kernel's end (or barrier) and this kernel's start
-    K_NFIELDS = 8
+    K_VPP = 8        # vectors per pass: one MACAB applies every vector of its pass (GQA PUs)
+    K_NFIELDS = 9
 KERNEL_FIELDS = ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
-                 "n_res", "base_row", "gap_ticks")
+                 "n_res", "base_row", "gap_ticks", "vectors_per_pass")
 
 #: Largest tick a run may reach (ticks are int64; T_INF = 2**62 marks "never").
 MAX_TICK = (1 << 61)

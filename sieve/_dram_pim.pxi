@@ -78,6 +78,10 @@ cdef tick_t PULL_IN = 7
 #: PULL_IN for Python (sieve.dram.device bounds the earliest tick a run can issue at).
 PULL_IN_INTERVALS = PULL_IN
 
+#: Most vectors one pass of a kernel may hold (K_VPP); bounds K_GW x K_VPP and
+#: K_NRES x K_VPP far below int64 with the kernel counts' 2**40 bound.
+MAX_VPP = 1 << 16
+
 # Idle policies of run_pim (sieve.dram.device.IDLE_POLICIES)
 cdef enum:
     IDLE_OPEN = 0    # rows stay open; refreshes due while a channel has no work are deferred
@@ -249,6 +253,14 @@ cdef class _PimRun:
             s[P_PH] = PH_START
             s[P_READY] = end + self._k(slot)[K_GAP]
 
+    cdef inline int64_t _pass_vectors(self, const int64_t* kr, const int64_t* s
+                                      ) noexcept nogil:
+        """Vectors of the current pass (s[P_V] counts passes): K_VPP, or what is left of
+        K_NVEC in the last pass. A pass writes K_GW bursts per chunk and reads K_NRES bursts
+        back per vector of the pass; its MACABs (K_MACS per row) each feed all of them."""
+        cdef int64_t left = kr[K_NVEC] - s[P_V] * kr[K_VPP]
+        return kr[K_VPP] if left > kr[K_VPP] else left
+
     cdef inline bint _mk(self, const int64_t* kr) noexcept nogil:
         """Whether a kernel runs inside the mode protocol: the spec has one and the kernel
         issues commands (a kernel with no command starts and ends when it may start)."""
@@ -372,7 +384,7 @@ cdef class _PimRun:
                 else:
                     self._seq_begin(q, s, sq + 1)
             elif ph == PH_GW:
-                if s[P_CNT] < kr[K_GW]:
+                if s[P_CNT] < kr[K_GW] * self._pass_vectors(kr, s):
                     if self.n_grfa > 0 and self._mk(kr):
                         # the input as WRs to the register row (SEQ_GRFA, wrapping): the
                         # step's WR, or the PRE/PREAB/ACT that opens its row first
@@ -409,13 +421,13 @@ cdef class _PimRun:
                     s[P_PH] = PH_RES
                     self._span_begin(q, s, OV_READBACK)
             else:  # PH_RES
-                if s[P_CNT] < kr[K_NRES]:
+                if s[P_CNT] < kr[K_NRES] * self._pass_vectors(kr, s):
                     return C_RDRES
                 self._span_end(q, s)
                 s[P_V] += 1
                 s[P_K] = 0
                 s[P_CNT] = 0
-                if s[P_V] < kr[K_NVEC]:
+                if s[P_V] * kr[K_VPP] < kr[K_NVEC]:
                     if self._mk(kr):
                         self._seq_begin(q, s, SEQ_HAB_PIM)
                     else:
@@ -556,7 +568,8 @@ cdef class _PimRun:
         self._ordered(q, c, now)
         if cmd != C_ACTAB and cmd != C_PREAB and cmd != C_PREA:
             s[P_CNT] += 1
-            if cmd == C_RDRES and s[P_CNT] == kr[K_NRES] and s[P_V] + 1 == kr[K_NVEC]:
+            if (cmd == C_RDRES and s[P_CNT] == kr[K_NRES] * self._pass_vectors(kr, s)
+                    and (s[P_V] + 1) * kr[K_VPP] >= kr[K_NVEC]):
                 self.KE[slot] = now + self.eng.read_lat
         return rc
 
@@ -773,10 +786,13 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
     if not 0 <= start <= MAX_TICK:
         raise ValueError("run_pim: start tick out of range [0, 2**61]")
     for row in np.asarray(kernels).tolist():
-        nvec, nchunk, gw, rows, macs, nres, base, gap = row
+        nvec, nchunk, gw, rows, macs, nres, base, gap, vpp = row
         if nvec < 1 or nchunk < 1 or min(gw, rows, macs, nres, base, gap) < 0:
             raise ValueError(f"run_pim: kernel {row}: counts must be >= 0, n_vectors and "
                              "n_chunks >= 1")
+        if not 1 <= vpp <= MAX_VPP:
+            raise ValueError(f"run_pim: kernel {row}: vectors_per_pass must be in "
+                             f"[1, {MAX_VPP}]")
         if rows and macs and base + nchunk * rows > eng.n_rows:
             raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + nchunk * rows - 1}"
                              f" of a bank with {eng.n_rows} rows")

@@ -111,7 +111,7 @@ def test_front_end_functions_refuse_bad_arrays():
         _dram.run_requests(eng, *short, 1, 32, 25, 6, False, *outs)
     pdev = PimDevice("samsung-hbm2-pim")
     pe = pdev._engine
-    kern = np.array([[1, 1, 1, 1, 1, 1, 0, 0]], dtype=np.int64)
+    kern = np.array([[1, 1, 1, 1, 1, 1, 0, 0, 1]], dtype=np.int64)
     npc = 2
     ptr = np.array([0, 1, 2], dtype=np.int64)
     pk = np.zeros(2, dtype=np.int32)
@@ -121,7 +121,10 @@ def test_front_end_functions_refuse_bad_arrays():
             ((kern, ptr, np.array([0, 3], np.int32), pb, 0, 1, 0), "outside the table"),
             ((kern, ptr, pk, np.array([0, 5], np.int32), 1, 1, 0), "barrier set"),
             ((kern, np.array([0, 5, 2]), pk, pb, 0, 1, 0), "CSR"),
-            ((np.array([[1, 1, 1, 1, 1, 1, 10**9, 0]]), ptr, pk, pb, 0, 1, 0), "rows"),
+            ((np.array([[1, 1, 1, 1, 1, 1, 10**9, 0, 1]]), ptr, pk, pb, 0, 1, 0), "rows"),
+            ((np.array([[1, 1, 1, 1, 1, 1, 0, 0, 0]]), ptr, pk, pb, 0, 1, 0), "vectors_per_pass"),
+            ((np.array([[1, 1, 1, 1, 1, 1, 0, 0, 2**40]]), ptr, pk, pb, 0, 1, 0),
+             "vectors_per_pass"),
             ((kern, ptr, pk, pb, 0, 99, 0), "simulated channels"),
             ((kern, ptr, pk, pb, 0, 1, -5), "start tick")):
         with pytest.raises(ValueError, match=msg):
@@ -240,7 +243,7 @@ def test_the_pim_watchdog_stops_a_livelock():
     arrays["refresh_perbank"] = 0
     arrays["nREFI"] = 2  # ticks: due again long before a refresh (nRFC) is over
     eng = _dram.Engine(arrays, 1, False)
-    kern = np.array([[1, 1, 1, 1, 4, 1, 0, 0]], dtype=np.int64)
+    kern = np.array([[1, 1, 1, 1, 4, 1, 0, 0, 1]], dtype=np.int64)
     ptr = np.array([0, 1, 2], dtype=np.int64)
     outs = [np.zeros(2, dtype=np.int64) for _ in range(5)]
     end = _dram.run_pim(eng, kern, ptr, np.zeros(2, np.int32), np.full(2, -1, np.int32), 0,

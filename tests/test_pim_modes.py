@@ -435,7 +435,7 @@ def test_grf_b_row_after_the_weights_must_fit():
     eng = DramDevice(spec, 1)._engine
     steps, ptr = mode_sequences(spec)
     n_pcs = spec.org.pseudochannels
-    kern = np.array([[1, 1, 1, 2, 1, 1, n_rows - 2, 0]], dtype=np.int64)
+    kern = np.array([[1, 1, 1, 2, 1, 1, n_rows - 2, 0, 1]], dtype=np.int64)
     z = np.zeros(n_pcs, dtype=np.int64)
     with pytest.raises(ValueError, match="writes the row after its weights"):
         _dram.run_pim(eng, kern, np.array([0] + [1] * n_pcs, dtype=np.int64),

@@ -638,6 +638,12 @@ class GemvKernel:
                 [PREAB] ACTAB(row), MACAB x macs_per_row
         RDRES x n_res                                 # results back to the host
 
+    With ``vectors_per_pass = v > 1`` (a PU that applies several input vectors to one column
+    read: grouped-query attention, skinny GEMMs; ``spec.pim.vectors_per_read``) the vectors
+    run in passes of up to ``v``: a pass writes ``gw_per_chunk`` bursts per chunk *for each of
+    its vectors*, streams the weights once (every MACAB feeds all of them) and reads ``n_res``
+    bursts back per vector.
+
     ``row = base_row + chunk * rows_per_chunk + r`` (every row must exist: a kernel whose
     weights do not fit in a bank is refused); PREAB/ACTAB are skipped while the needed row is
     already open. Vectors are serialized, as the seed's PIM executes a multi-token expert
@@ -671,8 +677,14 @@ class GemvKernel:
     gap_ns: float = 0.0
     sync: bool | str = False
     group: int = 0
+    vectors_per_pass: int = 1
 
     def __post_init__(self):
+        v = self.vectors_per_pass
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
+                1 <= v <= _dram.MAX_VPP):
+            raise ConfigError(f"PIM kernel: vectors_per_pass must be an integer in "
+                              f"[1, {_dram.MAX_VPP}], got {v!r}")
         for name in ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
                      "n_res", "base_row"):
             v = getattr(self, name)
@@ -694,9 +706,14 @@ class GemvKernel:
             raise ConfigError(f"PIM kernel: group must be an integer >= 0, got {self.group!r}")
 
     @property
+    def passes(self) -> int:
+        """Passes over the weights: ``ceil(n_vectors / vectors_per_pass)``."""
+        return -(-self.n_vectors // self.vectors_per_pass)
+
+    @property
     def macs(self) -> int:
         """MACAB commands of the whole kernel."""
-        return self.n_vectors * self.n_chunks * self.rows_per_chunk * self.macs_per_row
+        return self.passes * self.n_chunks * self.rows_per_chunk * self.macs_per_row
 
     @property
     def rows_used(self) -> int:
@@ -746,7 +763,7 @@ class GemvKernel:
             "n_vectors": self.n_vectors, "n_chunks": self.n_chunks,
             "gw_per_chunk": self.gw_per_chunk, "rows_per_chunk": self.rows_per_chunk,
             "macs_per_row": self.macs_per_row, "n_res": self.n_res, "base_row": self.base_row,
-            "gap_ticks": gap,
+            "gap_ticks": gap, "vectors_per_pass": self.vectors_per_pass,
         }
         return [int(values[f]) for f in _dram.KERNEL_FIELDS]  # the engine's descriptor layout
 
@@ -1144,7 +1161,9 @@ class PimDevice:
                 prog_bar.append(-1 if key is None else sets.setdefault(key, len(sets)))
             prog_ptr[q + 1] = len(prog_kern)
         n_fields = len(_dram.KERNEL_FIELDS)
-        kernels = np.ascontiguousarray(np.array(table or [[1, 1] + [0] * (n_fields - 2)],
+        empty = [1 if f in ("n_vectors", "n_chunks", "vectors_per_pass") else 0
+                 for f in _dram.KERNEL_FIELDS]
+        kernels = np.ascontiguousarray(np.array(table or [empty],
                                                 dtype=np.int64).reshape(-1, n_fields))
         pk = np.ascontiguousarray(np.array(prog_kern or [0], dtype=np.int32))
         pb = np.ascontiguousarray(np.array(prog_bar or [-1], dtype=np.int32))

@@ -63,11 +63,14 @@ MAX_TICKS_PER_CK = 64
 MAX_ORG_INDEX = 2**31 - 1
 #: Mode protocols of ``pim.modes`` (sieve.dram.pimmode describes them).
 MODE_PROTOCOLS = ("none", "hbm-pim")
-#: The CRF holds 32 x 32-bit instructions = 4 bursts of 32 B (PIMSimulator src/PIMRank.h).
 #: Highest reserved row of the "hbm-pim" protocol: the PIM register row 0x3fff (PIMSimulator
 #: src/PIMRank.cpp writeHab; sieve.dram.pimmode.ROW_REG re-exports it).
 HBM_PIM_REG_ROW = 0x3FFF
+#: The CRF holds 32 x 32-bit instructions = 4 bursts of 32 B (PIMSimulator src/PIMRank.h).
 MAX_CRF_BURSTS = 4
+#: Most input vectors one PU column read may feed (pim.vectors_per_read): far above any
+#: design (the cited ones feed 1-8), and the engine's per-pass bound (sieve._dram.MAX_VPP).
+MAX_VECTORS_PER_READ = 1024
 #: Largest number of banks in a memory system (the engine's timing tables grow with it;
 #: 2**24 banks take about 2 GB; the largest preset has 8192).
 MAX_BANKS = 2**24
@@ -207,6 +210,11 @@ class PimConfig:
     # True: a PU adds its lanes (adder tree), one result per output row; False: lane-wise
     # SIMD MACs leave `lanes` partial sums per row, read back and added by the host
     adder_tree: bool = True
+    # Input vectors one column read (MACAB) feeds: 1 = one vector per read (Samsung HBM-PIM,
+    # AttAcc, the seed's "serialized GEMV"); v > 1 = v vector registers and v x lanes MAC units
+    # per PU, so a pass over the weights serves v vectors (the query heads of a GQA group, the
+    # tokens of a skinny GEMM). The global buffer holds a chunk of every vector of a pass.
+    vectors_per_read: int = 1
 
     def pus_per_pc(self, org: DramOrg) -> int:
         return org.banks_per_pc // self.banks_per_pu
@@ -254,10 +262,12 @@ class DramSpec:
 
     @property
     def pim_peak_tflops(self) -> float:
-        """Peak PIM throughput: 2 FLOP per weight element at the internal bandwidth."""
+        """Peak PIM throughput: 2 FLOP per weight element and vector fed at the internal
+        bandwidth (``vectors_per_read`` vectors per read)."""
         if self.pim is None:
             return 0.0
-        return self.pim_internal_bandwidth_gbs / self.pim.dtype_bytes * 2 / 1e3
+        return (self.pim_internal_bandwidth_gbs / self.pim.dtype_bytes * 2
+                * self.pim.vectors_per_read / 1e3)
 
     # ---- constraint rows -------------------------------------------------------------------
     def constraints(self) -> tuple[TimingConstraint, ...]:
@@ -497,6 +507,17 @@ class DramSpec:
             check_bool(who, "pim.park", p.park)
             check_bool(who, "pim.adder_tree", p.adder_tree)
             check_int(who, "pim.crf_bursts", p.crf_bursts, lo=0, hi=MAX_CRF_BURSTS)
+            check_int(who, "pim.vectors_per_read", p.vectors_per_read, lo=1,
+                      hi=MAX_VECTORS_PER_READ)
+            if p.vectors_per_read > 1 and p.modes == "hbm-pim":
+                raise ConfigError(f"{who}: pim.vectors_per_read must be 1 with pim.modes "
+                                  "'hbm-pim' (Samsung's PU holds one input vector in GRF_A)")
+            if p.gbuf_bytes < p.vectors_per_read * self.org.access_bytes:
+                raise ConfigError(f"{who}: pim.gbuf_bytes ({p.gbuf_bytes}) must hold one "
+                                  f"{self.org.access_bytes}-byte burst of each of the "
+                                  f"{p.vectors_per_read} vectors a read feeds "
+                                  f"(pim.vectors_per_read): at least "
+                                  f"{p.vectors_per_read * self.org.access_bytes}")
             if not isinstance(p.modes, str) or p.modes not in MODE_PROTOCOLS:
                 raise ConfigError(f"{who}: pim.modes must be one of "
                                   f"{', '.join(MODE_PROTOCOLS)}, got {p.modes!r}")
@@ -614,6 +635,8 @@ class DramSpec:
                 ("pim.crf_bursts", str(p.crf_bursts), "CRF bursts written per kernel"),
                 ("pim.adder_tree", str(p.adder_tree),
                  "PU adds its lanes (else lanes partial sums per row)"),
+                ("pim.vectors_per_read", str(p.vectors_per_read),
+                 "input vectors one column read feeds (GQA group, skinny GEMM tokens)"),
                 ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
                  f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
                  "external"),

@@ -134,7 +134,9 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     rows_pc = math.ceil(out_rows / row_groups)
     segs_pc = math.ceil(math.ceil(in_cols / col_groups) / elems)  # input bursts per PC
     rows_pu = math.ceil(rows_pc / pus)
-    gbuf_segs = p.gbuf_bytes // o.access_bytes
+    # the buffer holds one chunk of every vector of a pass (pim.vectors_per_read vectors)
+    vpp = p.vectors_per_read
+    gbuf_segs = p.gbuf_bytes // o.access_bytes // vpp
     n_chunks = math.ceil(segs_pc / gbuf_segs)
     segs_chunk = math.ceil(segs_pc / n_chunks)
     macs_chunk = rows_pu * segs_chunk  # bursts per PU per chunk, row segments whole bursts
@@ -153,7 +155,7 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
             f"{base_row}; a bank of {spec.name} has {o.rows} rows")
     kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
                         rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
-                        base_row=base_row, gap_ns=gap_ns)
+                        base_row=base_row, gap_ns=gap_ns, vectors_per_pass=vpp)
     padded = n_pcs * pus * n_chunks * rows_per_chunk * macs_per_row * o.access_bytes
     return GemvLayout(
         kernel=kernel, out_rows=out_rows, in_cols=in_cols, n_pcs=n_pcs,
@@ -175,13 +177,17 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
     gw = max(t.nCCDS, t.nBL)
     row = max(t.nRC, t.nRCDRD + max(kernel.macs_per_row - 1, 0) * t.nCCDAB + t.nRTP + t.nRP)
     n_rows = kernel.n_chunks * kernel.rows_per_chunk
-    per_vec = (kernel.n_chunks * (kernel.gw_per_chunk * gw + t.nCWL + t.nBL)
-               + kernel.n_res * max(t.nCCDS, t.nBL) + t.nMACRD)
-    if n_rows == 1:  # the row stays open across vectors
-        macs = kernel.n_vectors * kernel.macs_per_row * t.nCCDAB + t.nRCDRD
+    passes = kernel.passes
+    # every vector's input writes and readback; per pass: the chunks' write-to-MAC turnarounds,
+    # the pipeline drain and one stream over the weights (every MAC feeds the pass's vectors)
+    io = kernel.n_vectors * (kernel.n_chunks * kernel.gw_per_chunk * gw
+                             + kernel.n_res * max(t.nCCDS, t.nBL))
+    per_pass = kernel.n_chunks * (t.nCWL + t.nBL) + t.nMACRD
+    if n_rows == 1:  # the row stays open across passes
+        macs = passes * kernel.macs_per_row * t.nCCDAB + t.nRCDRD
     else:
-        macs = kernel.n_vectors * n_rows * row
-    ck = kernel.n_vectors * per_vec + macs + t.nCL + t.nBL
+        macs = passes * n_rows * row
+    ck = io + passes * per_pass + macs + t.nCL + t.nBL
     p = spec.pim
     if p is not None and p.modes == "hbm-pim":  # sieve.dram.pimmode sequences, roughly
         banks = spec.org.bankgroups * spec.org.banks
@@ -208,7 +214,8 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
         spec: a PIM spec (preset name or DramSpec).
         out_rows: output length (rows of the weight matrix).
         in_cols: input length (columns).
-        n_vectors: input vectors (tokens), executed one after another.
+        n_vectors: input vectors (tokens), in passes of ``spec.pim.vectors_per_read`` (one
+            vector per pass on a PU that feeds one vector per column read).
         n_pcs: pseudo-channels the GEMV is spread over (default: all of the spec).
         col_groups: PCs along the input columns (a divisor of ``n_pcs``), or ``"auto"``: the
             candidate with the least engine time for one vector plus the GPU's partial-sum
