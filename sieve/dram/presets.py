@@ -192,7 +192,10 @@ def _attacc_hbm3_pim(power_constrained: bool) -> DramSpec:
     org = DramOrg(stacks=5, channels=16, pseudochannels=2, sids=2, bankgroups=4, banks=4,
                   rows=16384, columns=32, access_bytes=32, dq_bits=32)
     pim = PimConfig(banks_per_pu=1, lanes=16, dtype_bytes=2, gbuf_bytes=2048,
-                    dual_row_buffer=False, pu_dtype="fp16")
+                    dual_row_buffer=False, pu_dtype="fp16",
+                    # PIM_SFM on the buffer die: "SFM: 16tCK (for L = 256)" per channel of 2 PCs
+                    # (gen_trace_attacc_bank.py:48,165-169) = 8 scores per CK per PC
+                    softmax_per_ck=8)
     suffix = "" if power_constrained else "-npc"
     return DramSpec(
         name=f"attacc-hbm3-pim{suffix}",
@@ -209,6 +212,10 @@ def _attacc_hbm3_pim(power_constrained: bool) -> DramSpec:
             "pim.modes": "none: AttAcc's PIM commands are commands of their own, no mode "
                          "register (HBM3-PIM.cpp: SETM/SETH have no timing rows)",
             "pim.adder_tree": "AttAcc gen_trace_attacc_bank.py 'GEMV unit = adder tree mode'",
+            "pim.vectors_per_read": "1: one MACAB stream per (head, request); gqa_size is 1 for "
+                                    "every model and unused (src/config.py:206-218)",
+            "pim.softmax_per_ck": "PIM_SFM 16 tCK per 256 scores per channel "
+                                  "(gen_trace_attacc_bank.py:48)",
         },
     )
 
@@ -248,6 +255,142 @@ def _b200_hbm3e_pim(power_constrained: bool) -> DramSpec:
     )
 
 
+def _neupims_hbm2_pim() -> DramSpec:
+    # NeuPIMs (ASPLOS'24) "dual PIM" memory as its simulator runs it: casys-kaist/NeuPIMs@f299af3
+    # configs/memory_configs/neupims.json and extern/NewtonSim configs/HBM2_8Gb_x128_dualpim.ini
+    # (HBM2 timing, tCK 1 ns, 32 channels x 128 bit, 2 ranks x 4 BG x 4 banks = 32 banks per
+    # channel, 1 KB rows, BL4 = 64 B bursts; research notes of 2026-12-01, docs/pim.md).
+    tck = 1000
+    timing = DramTiming(
+        tCK_ps=tck, ticks_per_ck=1,
+        nBL=2,  # burst_cycle = BL / 2 (NewtonSim configuration.cc:173)
+        nCL=14, nCWL=4, nRCDRD=14, nRCDWR=14, nRP=14, nRAS=34, nRC=48, nWR=16,
+        nRTP=6,  # tRTP_L
+        nCCDS=1, nCCDL=2, nCCDR=0, nRRDS=4, nRRDL=6, nFAW=30, nWTRS=6, nWTRL=8,
+        nRTW=14 + 2 + 2 - 4,  # nCL + nBL + 2 - nCWL (no tRTW in the ini)
+        nPPD=0, nRFC=260, nRFCpb=160, nREFI=3900,
+        nREFIpb=128,  # tREFIb
+        nRREFD=8,
+        # a COMP feeds 16 FP16 (32 B) per bank every max(burst_cycle 2, tCCD_S 1) = 2 tCK
+        # (NewtonSim timing.cc:404-409); one 64-B MACAB here = 2 COMPs = 4 tCK
+        nCCDAB=4,
+        # COMPS_READRES lasts comp_to_comp x (max(num_comps, 6) + 1): the result one COMP
+        # interval after the last COMP (NewtonSim channel_state.cc:487-489)
+        nMACRD=2,
+    )
+    # 8 "stacks" of NeuPIMs' 32-channel memory (1.02 TB/s each, about a B200 HBM3E stack):
+    # ⚠ ours, to attach it to a B200-class GPU with its 8 stack sites
+    org = DramOrg(stacks=8, channels=32, pseudochannels=1, sids=2, bankgroups=4, banks=4,
+                  rows=32768, columns=16, access_bytes=64, dq_bits=128)
+    pim = PimConfig(banks_per_pu=1, lanes=16, dtype_bytes=2,
+                    gbuf_bytes=1024,  # GWRITE copies one DRAM row (1 KB) to the buffer
+                    dual_row_buffer=True,  # pim_type = DUAL -> enable_dual_buffer
+                    pu_dtype="fp16", vectors_per_read=1)
+    return DramSpec(
+        name="neupims-hbm2-pim",
+        description="NeuPIMs dual-row-buffer bank PIM (HBM2, 1 ns): one 16-MAC PU per bank, "
+                    "one query vector per read; 8 stacks of its 32-channel memory",
+        org=org, timing=timing, bus_ck=_HBM2_BUS, pim=pim,
+        sources={
+            "timing": "casys-kaist/NeuPIMs@f299af3 extern/NewtonSim/configs/"
+                      "HBM2_8Gb_x128_dualpim.ini:14-39 (CL 14, CWL 4, tRCD 14, tRP 14, tRAS 34, "
+                      "tCCD_S/L 1/2, tRRD_S/L 4/6, tFAW 30, tWR 16, tRTP_L 6, tRFC 260, tREFI "
+                      "3900, tREFIb 128)",
+            "org": "neupims.json (32 channels, 32 banks per channel, 1 KB page); ini (4 BG x "
+                   "4 banks, 32768 rows, x128, BL4 = 64 B); 8 stacks ⚠ ours",
+            "nCCDAB": "COMP every max(burst_cycle, tCCD_S) = 2 tCK, 16 FP16 per bank "
+                      "(pim_comp_coverage 16; NewtonSim timing.cc:404-409); 64 B = 2 COMPs",
+            "nMACRD": "NewtonSim channel_state.cc:487-489 (READRES one COMP after the last)",
+            "pim.gbuf_bytes": "GWRITE copies a DRAM row to the global buffer (NewtonSim "
+                              "README; page 1 KB)",
+            "pim.dual_row_buffer": "ini pim_type = DUAL (configuration.cc:154-155)",
+            "pim.vectors_per_read": "1: heads looped, one COMP pass per query head; GQA not "
+                                    "supported (NeuPIMs src/operations/PIMGEMV.cc:111-148)",
+            "pim.adder_tree": "NewtonSim README 'COMP: MAC in the adder tree'",
+        },
+    )
+
+
+def _duplex_logic_pim() -> DramSpec:
+    # Duplex (MICRO'24) Logic-PIM: GEMM modules on the HBM3 logic die fed through 4x TSVs from
+    # "bank bundles" (LLMSimulator paper sources docs/papers/deplex/paper/*.tex, read in the fork
+    # shenjiangqiu/LLMSimulator@e400391; its Ramulator patch repeats AttAcc's HBM3 5.2 Gb/s
+    # preset; research notes of 2026-12-01).
+    base = _attacc_hbm3_pim(True)
+    # bundle ALL-RD -> ALL-RD every nCCDL (LLMSimulator patch/ramulator2_pim.patch:3050)
+    timing = replace(base.timing, nCCDAB=base.timing.nCCDL,
+                     nMACRD=base.timing.nCCDL)  # ⚠ assumption: one tCCD_L pipeline drain
+    pim = PimConfig(
+        # 512 bits from two banks per bank group every tCCD_L (4_contribution-1.tex:80): per
+        # pseudo-channel 4 BG x 64 B = 8 bursts per tCCD_L, = 8 PUs of 4 banks each here
+        banks_per_pu=4, lanes=16, dtype_bytes=2,
+        gbuf_bytes=8192,  # "each module ... 512 FP16 MACs ... and a 8KB buffer" (7_eval:140)
+        dual_row_buffer=False, pu_dtype="fp16",
+        # op/B 8 (6_experimental_setup.tex:8): 512 MACs x 650 MHz per module = 8 MACs per FP16
+        # element read, one per query head of a GQA-8 group (1_introduction.tex:48)
+        vectors_per_read=8,
+        # the logic-die softmax unit (4_contribution-1.tex:107-109; 1.64 mm2, 128 KB buffers):
+        # its rate is not given, AttAcc's PIM_SFM rate is used ⚠
+        softmax_per_ck=8)
+    return DramSpec(
+        name="duplex-logic-pim",
+        description="Duplex Logic-PIM (HBM3 5.2 Gb/s, 5 stacks): logic-die GEMM modules at 4x "
+                    "external bandwidth, 8 vectors per read (op/B 8, GQA-8)",
+        org=base.org, timing=timing, bus_ck=base.bus_ck, pim=pim,
+        sources={
+            "timing": "AttAcc HBM3_5.2Gbps (attacc_simulator HBM3-PIM.cpp:32-36), repeated in "
+                      "LLMSimulator patch/ramulator2_pim.patch:2769; nRFC 350 ns (tRFC table, 8 Gb)",
+            "org": "Duplex 6_experimental_setup.tex:6 (16 GB 8-Hi = two ranks per stack, 80 GB "
+                   "per device = 5 stacks); LLMSimulator memory_config.h (32 channels = 16 x 2 "
+                   "PC, 2 ranks, 4 BG x 4, 16384 rows, 32 cols x 32 B)",
+            "nCCDAB": "bundle ALL-RD every nCCDL (patch:3050); 4x external bandwidth "
+                      "(4_contribution-1.tex:54,70-71)",
+            "pim.banks_per_pu": "derived: 512 b from 2 banks per bank group per tCCD_L "
+                                "(4_contribution-1.tex:80) = 8 bursts per PC per tCCD_L",
+            "pim.gbuf_bytes": "8 KB buffer per GEMM module, one module per PC (7_evaluation.tex"
+                              ":140; 32 modules per stack = 16 ch x 2 PC)",
+            "pim.vectors_per_read": "op/B 8 = 8 MACs per FP16 element (6_experimental_setup.tex"
+                                    ":8; 21.3 TFLOPS per stack = 32 x 512 x 2 x 650 MHz)",
+            "pim.cost": "17.80 mm2 per stack = 14.71 % of a 121 mm2 HBM3 logic die (TSVs 10.89,"
+                        " GEMM modules 3.02, buffers 2.26, softmax 1.64; 7_evaluation.tex:137-143)",
+            "pim.modes": "none (logic-die units driven by their own commands)",
+            "pim.softmax_per_ck": "softmax unit on the logic die (4_contribution-1.tex:107-109);"
+                                  " rate ⚠ AttAcc's PIM_SFM (8 scores per CK per PC)",
+            "pim.adder_tree": "GEMM modules reduce on the logic die",
+        },
+    )
+
+
+def _b200_logic_pim() -> DramSpec:
+    # Duplex's Logic-PIM organisation on the B200's HBM3E stacks (derived, ⚠ not a product):
+    # 8 PUs of 4 banks per PC read one burst each per tCCD_L (two banks per bank group, as
+    # Logic-PIM), 8 vectors per read (op/B 8), 8 KB buffer per PC, dual row buffers (seed §7).
+    base = _hbm3e_8000()
+    timing = replace(base.timing, nCCDAB=base.timing.nCCDL,
+                     nMACRD=base.timing.nCCDL)  # ⚠ assumption: one tCCD_L pipeline drain
+    pim = PimConfig(banks_per_pu=4, lanes=16, dtype_bytes=2, gbuf_bytes=8192,
+                    dual_row_buffer=True, pu_dtype="bf16", vectors_per_read=8,
+                    softmax_per_ck=8)  # Logic-PIM's softmax unit, AttAcc's rate ⚠
+    return DramSpec(
+        name="b200-logic-pim",
+        description="Duplex-style Logic-PIM on B200 HBM3E (8 stacks): 8 PUs of 4 banks per PC, "
+                    "8 vectors per read (GQA-8), dual row buffers",
+        org=base.org, timing=timing, bus_ck=base.bus_ck, pim=pim,
+        sources={
+            **base.sources,
+            "nCCDAB": "derived: Logic-PIM's bundle read every nCCDL (Duplex; LLMSimulator patch"
+                      ":3050) on HBM3E: 8 x 32 B / 2.5 ns = 102 GB/s per PC = 3.2x external "
+                      "(4x on HBM3, where nCCDL = 2 nBL)",
+            "pim": "derived from duplex-logic-pim (banks_per_pu 4, vectors_per_read 8, 8 KB "
+                   "buffer per PC); dual row buffers as NeuPIMs (seed §7)",
+            "pim.cost": "as Duplex Logic-PIM: ~18 mm2 of the logic die per stack (7_evaluation"
+                        ".tex:137-143), scaled to HBM3E ⚠",
+            "nMACRD": "⚠ assumption: one tCCD_L pipeline drain",
+            "pim.modes": "none",
+        },
+    )
+
+
 PRESETS: dict[str, DramSpec] = {
     s.name: s
     for s in (
@@ -259,6 +402,9 @@ PRESETS: dict[str, DramSpec] = {
         _attacc_hbm3_pim(True),
         _attacc_hbm3_pim(False),
         _samsung_hbm2_pim(),
+        _neupims_hbm2_pim(),
+        _duplex_logic_pim(),
+        _b200_logic_pim(),
     )
 }
 DEFAULT_SPEC = "b200-hbm3e-pim"

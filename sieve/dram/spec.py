@@ -71,6 +71,8 @@ MAX_CRF_BURSTS = 4
 #: Most input vectors one PU column read may feed (pim.vectors_per_read): far above any
 #: design (the cited ones feed 1-8), and the engine's per-pass bound (sieve._dram.MAX_VPP).
 MAX_VECTORS_PER_READ = 1024
+#: Most scores a softmax unit may normalise per CK (pim.softmax_per_ck): far above AttAcc's 8.
+MAX_SOFTMAX_PER_CK = 2**20
 #: Largest number of banks in a memory system (the engine's timing tables grow with it;
 #: 2**24 banks take about 2 GB; the largest preset has 8192).
 MAX_BANKS = 2**24
@@ -215,6 +217,9 @@ class PimConfig:
     # per PU, so a pass over the weights serves v vectors (the query heads of a GQA group, the
     # tokens of a skinny GEMM). The global buffer holds a chunk of every vector of a pass.
     vectors_per_read: int = 1
+    # Scores one PC's softmax unit normalises per CK (AttAcc's buffer-die SFM, Duplex's
+    # logic-die softmax unit); 0 = no unit: attention reads every score back for a GPU softmax.
+    softmax_per_ck: int = 0
 
     def pus_per_pc(self, org: DramOrg) -> int:
         return org.banks_per_pc // self.banks_per_pu
@@ -509,6 +514,7 @@ class DramSpec:
             check_int(who, "pim.crf_bursts", p.crf_bursts, lo=0, hi=MAX_CRF_BURSTS)
             check_int(who, "pim.vectors_per_read", p.vectors_per_read, lo=1,
                       hi=MAX_VECTORS_PER_READ)
+            check_int(who, "pim.softmax_per_ck", p.softmax_per_ck, lo=0, hi=MAX_SOFTMAX_PER_CK)
             if p.vectors_per_read > 1 and p.modes == "hbm-pim":
                 raise ConfigError(f"{who}: pim.vectors_per_read must be 1 with pim.modes "
                                   "'hbm-pim' (Samsung's PU holds one input vector in GRF_A)")
@@ -637,6 +643,8 @@ class DramSpec:
                  "PU adds its lanes (else lanes partial sums per row)"),
                 ("pim.vectors_per_read", str(p.vectors_per_read),
                  "input vectors one column read feeds (GQA group, skinny GEMM tokens)"),
+                ("pim.softmax_per_ck", str(p.softmax_per_ck),
+                 "scores a PC's softmax unit handles per CK (0: softmax on the GPU)"),
                 ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
                  f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
                  "external"),

@@ -138,6 +138,18 @@ def default_pcs_per_slice(spec: DramSpec | str, n_slices: int) -> int:
     return g
 
 
+def _lpt(loads: Sequence[float], n_groups: int) -> tuple[float, list[int]]:
+    """Longest-processing-time-first placement of ``loads`` on ``n_groups`` groups: the
+    makespan and each load's group (loads in the given order, which callers sort)."""
+    load = np.zeros(n_groups)
+    where = []
+    for x in loads:
+        grp = int(np.argmin(load))
+        where.append(grp)
+        load[grp] += x
+    return float(load.max()) if n_groups else 0.0, where
+
+
 def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str | GpuSpec | None = None,
                       state_dtype: str = "bf16", calib: GpuCalibration | None = None
                       ) -> float:
@@ -215,16 +227,12 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
     step = gpu_step(gpu, gpu_fixed_ns, calib=calib)
     slices = attention_slices(m, layer, lens)
     n_pcs = spec.org.total_pseudochannels
-    g = default_pcs_per_slice(spec, len(slices)) if pcs_per_slice is None else pcs_per_slice
-    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1 or n_pcs % g:
-        raise ConfigError(f"PIM attention: pcs_per_slice must divide the {n_pcs} "
-                          f"pseudo-channels of {spec.name}, got {pcs_per_slice!r}")
-    g = int(g)
+    unit = spec.pim.softmax_per_ck  # scores per CK and PC of a softmax unit (0: GPU softmax)
     if len(_LAYOUTS) > _LAYOUTS_MAX:
         _LAYOUTS.clear()
     sk = spec_key(spec)
 
-    def layouts(s: AttentionSlice):
+    def layouts(s: AttentionSlice, g: int):
         key = (sk, g, wb, step.ns_per_byte, s.tokens, s.d_k, s.d_v, s.n_q)
         hit = _LAYOUTS.get(key)
         if hit is None:
@@ -236,21 +244,50 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
                                    + estimate_kernel_ns(spec, va.kernel))
         return hit
 
+    order = sorted(slices, key=lambda s: (-s.tokens * s.n_q * (s.d_k + s.d_v), s.request,
+                                          s.head))  # longest first (LPT)
+    if pcs_per_slice is None:
+        # the largest power of two g0 <= PCs / slices; on a PC count that is not a power of
+        # two (5 stacks: 160 PCs) such groups can leave PCs idle, and with a softmax unit a
+        # group of one slice cannot hide its softmax behind a next score kernel, so there the
+        # group size with the least estimated makespan (LPT over the groups, + the exposed
+        # softmax) among the divisors of the PC count in [g0, 4 g0] is taken (ties: smaller)
+        g0 = default_pcs_per_slice(spec, len(slices))
+        best = None
+        pow2 = n_pcs & (n_pcs - 1) == 0
+        cands = [g0] if pow2 and not unit else [c for c in range(g0, min(n_pcs, 4 * g0) + 1)
+                                                if n_pcs % c == 0]
+        for cand in cands:
+            try:
+                span = _lpt([layouts(x, cand)[2] for x in order], n_pcs // cand)[0]
+            except ConfigError:  # a slice does not fit in a bank at this group size
+                continue
+            if unit:  # the last slice's softmax is not hidden behind a next score kernel
+                span += min(x.n_q * x.tokens for x in order) / (unit * cand) * spec.tCK_ns
+            if best is None or span < best[0] * (1 - 1e-9):
+                best = (span, cand)
+        g = g0 if best is None else best[1]
+    else:
+        g = pcs_per_slice
+    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1 or n_pcs % g:
+        raise ConfigError(f"PIM attention: pcs_per_slice must divide the {n_pcs} "
+                          f"pseudo-channels of {spec.name}, got {pcs_per_slice!r}")
+    g = int(g)
     n_groups = n_pcs // g
-    load = np.zeros(n_groups)
+    _, where = _lpt([layouts(x, g)[2] for x in order], n_groups)
     members: list[list[AttentionSlice]] = [[] for _ in range(n_groups)]
-    for s in sorted(slices, key=lambda s: -layouts(s)[2]):  # LPT
-        grp = int(np.argmin(load))
-        members[grp].append(s)
-        load[grp] += layouts(s)[2]
+    for x, grp in zip(order, where):
+        members[grp].append(x)
     score: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
     value: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
+    progs: list[list[GemvKernel]] = [[] for _ in range(n_pcs)]
     sm_bytes = tail_bytes = 0
+    sm_unit_ns = 0.0
     w = p = 0
     n_rows = spec.org.rows
     for grp, ss in enumerate(members):
         row = 0
-        ks, kv = [], []
+        ks, kv, sms, est_s = [], [], [], []
 
         def place(kernel: GemvKernel) -> GemvKernel:
             # pack the group's slices from row 0; wrap to row 0 (rows then shared, an
@@ -263,20 +300,50 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             return out
 
         for s in ss:
-            sc, va, _ = layouts(s)
-            ks.append(place(sc.kernel))
-            kv.append(place(va.kernel))
-            sm_bytes += s.n_q * (sc.readback_bytes + s.tokens * 2)
+            sc, va, _ = layouts(s, g)
+            if unit:
+                # scores stay beside the PUs for the softmax unit, whose probabilities are the
+                # value GEMV's input: no score readback, no probability writes over the bus
+                ks.append(place(replace(sc.kernel, n_res=0)))
+                kv.append(place(replace(va.kernel, gw_per_chunk=0)))
+                sms.append(s.n_q * s.tokens / (unit * g) * spec.tCK_ns)
+                est_s.append(estimate_kernel_ns(spec, sc.kernel))
+            else:
+                ks.append(place(sc.kernel))
+                kv.append(place(va.kernel))
+                sm_bytes += s.n_q * (sc.readback_bytes + s.tokens * 2)
             tail_bytes += s.n_q * max(va.reduce_bytes - va.out_rows * va.out_bytes, 0)
             w += s.n_q * (sc.weight_bytes + va.weight_bytes)
             p += s.n_q * (sc.padded_weight_bytes + va.padded_weight_bytes)
-        for q in range(grp * g, (grp + 1) * g):
-            score[q], value[q] = ks, kv
-    softmax = step.ns(sm_bytes)
-    # the value phase starts after every score is back and the GPU's softmax: a barrier over
-    # every PC with work (all channels)
-    prog = [score[q] + ([replace(value[q][0], gap_ns=softmax, sync="all")] + value[q][1:]
-                        if value[q] else []) for q in range(n_pcs)]
+        if unit and ss:
+            # software pipeline (AttAcc overlaps a head's softmax with the next head's score):
+            # score 1, score 2, value 1, score 3, value 2, ..., value n; a value kernel waits
+            # for what is left of its slice's softmax after the score kernel between them,
+            # a barrier over the group's PCs (every score row of the slice is needed)
+            sync = "group" if g > 1 else False
+            seq = [ks[0]]
+            for i in range(len(ss)):
+                nxt = est_s[i + 1] if i + 1 < len(ss) else 0.0
+                if i + 1 < len(ss):
+                    seq.append(ks[i + 1])
+                seq.append(replace(kv[i], gap_ns=max(sms[i] - nxt, 0.0), sync=sync,
+                                   group=grp))
+            sm_unit_ns = max(sm_unit_ns, sum(sms))
+            for q in range(grp * g, (grp + 1) * g):
+                progs[q] = seq
+                score[q] = ks
+        else:
+            for q in range(grp * g, (grp + 1) * g):
+                score[q], value[q] = ks, kv
+    if unit:
+        softmax = sm_unit_ns
+        prog = progs
+    else:
+        softmax = step.ns(sm_bytes)
+        # the value phase starts after every score is back and the GPU's softmax: a barrier
+        # over every PC with work (all channels)
+        prog = [score[q] + ([replace(value[q][0], gap_ns=softmax, sync="all")] + value[q][1:]
+                            if value[q] else []) for q in range(n_pcs)]
     if device is None:
         device = PimDevice(spec, log=log)
         start_ns = 0.0 if start_ns is None else start_ns
@@ -285,7 +352,12 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
     res = device.run(prog, start_ns=start_ns)
     t1 = res.start_ns
     for q in range(n_pcs):
-        if score[q]:
+        if not score[q]:
+            continue
+        if unit:  # the last score kernel of the pipeline is the stream's second-to-last
+            pos = len(prog[q]) - 2 if len(prog[q]) > 1 else 0
+            t1 = max(t1, float(res.kernel_end_ns[res.kernel_ptr[q] + pos]))
+        else:
             t1 = max(t1, float(res.kernel_end_ns[res.kernel_ptr[q] + len(score[q]) - 1]))
     t1 -= res.start_ns
     cache = sum(s.tokens * (s.d_k + (0 if t == "mla" else s.d_v)) * wb for s in slices)
