@@ -209,3 +209,32 @@ def test_docs_validation_sections_are_current():
                       re.S)
         assert m, f"section {name} missing from docs/validation.md"
         assert m.group(0) == fresh, f"docs/validation.md section {name} is stale: run {mod.CMD}"
+
+
+def test_tp_all_reduce_is_the_measured_custom_all_reduce():
+    """The decode step's TP all-reduce (vLLM custom all-reduce in CUDA graphs, aiconfigurator
+    tables): the measured value at every measured size, linear between them, the smallest
+    value below them, NCCL's ring model where no table applies."""
+    from sieve.hw.calibrations import CUSTOM_ALL_REDUCE
+    from sieve.hw.comm import all_reduce_time_ns, tp_all_reduce_time_ns
+
+    for gpu in ("b200", "h200"):
+        s = get_system(f"8x{gpu}")
+        for n, pts in CUSTOM_ALL_REDUCE[gpu].items():
+            for size, us in pts:
+                assert tp_all_reduce_time_ns(size, s, n_gpus=n) == pytest.approx(us * 1e3)
+            (s0, u0), (s1, u1) = pts[:2]
+            mid = tp_all_reduce_time_ns((s0 + s1) / 2, s, n_gpus=n)
+            assert mid == pytest.approx((u0 + u1) / 2 * 1e3)
+            assert tp_all_reduce_time_ns(100, s, n_gpus=n) == pytest.approx(u0 * 1e3)
+            big = tp_all_reduce_time_ns(pts[-1][0] * 4, s, n_gpus=n)
+            assert big > pts[-1][1] * 1e3
+        # far below NCCL's 8-GPU floor (hardware.md §4.1: 25 us at 1 KB on B200)
+        assert tp_all_reduce_time_ns(32_768, s, n_gpus=4) < 0.5 * all_reduce_time_ns(
+            32_768, s, n_gpus=4)
+        assert tp_all_reduce_time_ns(32_768, s, n_gpus=3) == all_reduce_time_ns(
+            32_768, s, n_gpus=3)
+    two_nodes = get_system("16xb200")
+    assert tp_all_reduce_time_ns(32_768, two_nodes, n_gpus=16) == all_reduce_time_ns(
+        32_768, two_nodes, n_gpus=16)
+    assert tp_all_reduce_time_ns(0, two_nodes) == 0.0

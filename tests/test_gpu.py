@@ -194,10 +194,8 @@ def test_unknown_names_list_choices():
         gpu.gemm_time_ns(1, 10, 10, "int3", **KW)
     with pytest.raises(ConfigError, match=r"GPU 'mi300'.*known: b200, h100, h200"):
         get_gpu("mi300")
-    h200 = get_gpu("h200")
-    with pytest.raises(ConfigError, match=r"h200.*needs fp4 tensor cores"):
-        gpu.grouped_gemm_time_ns([1], 10, 10, "nvfp4", gpu=h200,
-                                 calib=gpu.get_calibration(h200))
+    with pytest.raises(ConfigError, match=r"bf16_tflops must be > 0"):
+        get_gpu("h200").override(bf16_tflops=0.0)  # every GPU has BF16 tensor cores
     with pytest.raises(ConfigError, match=r"unknown override 'eta'.*valid: .*eta_bw"):
         gpu.get_calibration("b200").override(eta=1)
     with pytest.raises(ConfigError, match=r"eta_bw must be in \(0, 1\]"):
@@ -236,3 +234,32 @@ def test_hopper_calibration_reproduces_the_quoted_bf16_gemv_fit():
         g = get_gpu(name)
         t = gpu.gemv_time_ns(16384, 7168, gpu=g, calib=gpu.get_calibration(g))
         assert t == pytest.approx(4.5e3 + nbytes / bw, rel=0.05)
+
+
+def test_precisions_native_and_weight_only_fallback():
+    """H200 (sm_90) has no FP4 tensor cores: NVFP4 / MXFP4 x MXFP8 weights run weight-only,
+    dequantised to BF16 (vLLM Marlin), at their own weight bytes; B200 runs them natively."""
+    from sieve.hw.presets import get_dtype
+
+    h200, b200 = get_gpu("h200"), get_gpu("b200")
+    assert h200.native_compute == ("bf16", "fp8")
+    assert b200.native_compute == ("bf16", "fp8", "fp4")
+    for name in ("nvfp4", "mxfp4_mxfp8"):
+        d = get_dtype(name)
+        r = h200.run_dtype(d)
+        if d.compute == "fp4":
+            assert (r.compute, r.weight_bytes, r.act_bytes) == ("bf16", d.weight_bytes, 2.0)
+            assert h200.peak_tflops(d) == h200.bf16_tflops
+        else:  # MXFP8 activations run on Hopper's FP8 tensor cores
+            assert r is d
+        assert b200.run_dtype(d) is d
+    assert b200.peak_tflops("mxfp4_mxfp8") == b200.fp8_tflops
+    # the fallback streams 4-bit weights but computes at the BF16 rate with BF16 t0
+    cal = gpu.get_calibration(h200)
+    t_fp4 = gpu.grouped_gemm_time_ns([4] * 8, 2880, 2880, "nvfp4", gpu=h200, calib=cal)
+    t_w16 = gpu.grouped_gemm_time_ns([4] * 8, 2880, 2880, "mxfp4", gpu=h200, calib=cal)
+    t_bf16 = gpu.grouped_gemm_time_ns([4] * 8, 2880, 2880, "bf16", gpu=h200, calib=cal)
+    # NVFP4 weights are 0.5625 B (FP8 scale per 16), MXFP4 0.53125 B: 6 % more bytes
+    assert t_w16 < t_fp4 < t_w16 * 0.5625 / 0.53125 < t_bf16
+    rows = dict((k, v) for k, v, _ in h200.describe())
+    assert rows["tensor cores"] == "bf16, fp8" and "runs as bf16" in rows["dtype nvfp4"]

@@ -52,9 +52,11 @@ def test_ridge_points_match_hardware_md():
     assert g.peak_tflops("fp8") * 1e12 / g.hbm_bw_bytes_per_s == pytest.approx(563, abs=1)
 
 
-def test_hopper_has_no_fp4_and_says_which_dtypes_work():
-    with pytest.raises(ConfigError, match=r"h100.*nvfp4.*supported: bf16, fp16, fp8"):
-        hw.get_gpu("h100").peak_tflops("nvfp4")
+def test_hopper_has_no_fp4_and_falls_back_to_weight_only():
+    h100 = hw.get_gpu("h100")
+    assert "fp4" not in h100.native_compute
+    assert h100.peak_tflops("nvfp4") == h100.bf16_tflops  # dequantised to BF16 (Marlin)
+    assert h100.run_dtype("nvfp4").weight_bytes == hw.get_dtype("nvfp4").weight_bytes
 
 
 def test_unknown_names_list_valid_choices():

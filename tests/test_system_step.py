@@ -44,14 +44,21 @@ def test_gpu_only_step_is_the_sum_of_its_kernels():
     res = simulate_step(state, _batch(TINY, [[0], [1], [1]], [100, 200, 300]))
     e = state.precise
     pre, post = mixer_gemms(TINY, 0, 3)
-    from sieve.system.ops import gpu_decode_attention, lm_head_op
+    from sieve.system.ops import gpu_decode_attention, lm_head_op, sampler_op
 
-    expect = (e.gpu_ns(list(pre)) + e.gpu_ns([gpu_decode_attention(TINY, 0, np.array(
-        [101, 201, 301]), "bf16")]) + e.gpu_ns(list(post)) + e.gpu_ns([router_op(TINY, 3)])
-        + e.gpu_ns([MemoryStream(3 * 1 * 8.0)])  # metadata
-        + e.gpu_ns([GroupedExperts([1, 2], expert_shape(TINY))])
-        + e.gpu_ns([MemoryStream(3 * 1 * 256 * 2.0 * 2)])  # permute + weighted sum
-        + e.gpu_ns([lm_head_op(TINY, 3)]))
+    # the decoder layer's small kernels, by hand: RMSNorm reads x and the residual, writes x
+    # (BF16) and reads its weights; RoPE reads/writes q and k, writes k and v to the cache
+    norm = MemoryStream(3 * 256 * 2.0 * 3 + 256 * 2.0)
+    rope = MemoryStream(3 * ((4 + 2) * 64 * 2.0 * 2 + 2 * 2 * 64 * 2))
+    expect = (e.gpu_ns([norm]) + e.gpu_ns(list(pre)) + e.gpu_ns([rope])
+              + e.gpu_ns([gpu_decode_attention(TINY, 0, np.array([101, 201, 301]), "bf16")])
+              + e.gpu_ns(list(post)) + e.gpu_ns([norm]) + e.gpu_ns([router_op(TINY, 3)])
+              + e.gpu_ns([MemoryStream(3 * 1 * 8.0)])  # metadata
+              + e.gpu_ns([GroupedExperts([1, 2], expert_shape(TINY))])
+              + e.gpu_ns([MemoryStream(3 * 1 * 256 * 2.0 * 2)])  # permute + weighted sum
+              + e.gpu_ns([lm_head_op(TINY, 3)])
+              + e.gpu_ns([MemoryStream(3 * 1024 * 4.0 * 2)]))  # sampling, fp32 logits
+    assert e.gpu_ns([sampler_op(TINY, 3)]) == e.gpu_ns([MemoryStream(3 * 1024 * 4.0 * 2)])
     assert res.step_ns == pytest.approx(expect, rel=1e-12)
     assert res.makespan_ns == pytest.approx(expect, rel=1e-12)
     assert res.busy_ns.get("pim0", 0.0) == 0.0

@@ -23,6 +23,7 @@ from sieve.validate import override_fields
 __all__ = [
     "CALIBRATIONS",
     "COMM_CALIBRATIONS",
+    "CUSTOM_ALL_REDUCE",
     "AlphaBeta",
     "CommCalibration",
     "GpuCalibration",
@@ -213,3 +214,23 @@ def get_comm_calibration(name: str | CommCalibration | GpuSpec) -> CommCalibrati
     if isinstance(name, GpuSpec):
         name = name.name
     return lookup(COMM_CALIBRATIONS, name, "comm calibration")
+
+
+#: Measured latency of the tensor-parallel all-reduce that serving frameworks run inside CUDA
+#: graphs for decode (vLLM's custom one-/two-shot all-reduce, not NCCL's ring), per GPU and TP
+#: size: ``(message bytes, us)`` points. Source: NVIDIA aiconfigurator@095f58a
+#: aic-core/src/aiconfigurator_core/systems/data/<gpu>/comm/vllm/0.19.0/
+#: custom_allreduce_perf.parquet (collector/network/collect_all_reduce.py: five back-to-back
+#: calls captured in a CUDA graph), bf16 messages of 8K/16K/64K/256K elements. These are
+#: measurements used as data (interpolated, sieve.hw.comm.tp_all_reduce_time_ns), not a fit.
+#: H100 has no table there: it borrows H200's (same NVLink 4 / NVSwitch-3 fabric) ⚠.
+_AR_SIZES = (16_384, 32_768, 131_072, 524_288)
+CUSTOM_ALL_REDUCE: dict[str, dict[int, tuple[tuple[int, float], ...]]] = {
+    "b200": {2: tuple(zip(_AR_SIZES, (7.1, 7.0, 7.4, 9.4))),
+             4: tuple(zip(_AR_SIZES, (7.4, 7.4, 8.1, 18.0))),
+             8: tuple(zip(_AR_SIZES, (8.1, 8.2, 9.4, 26.0)))},
+    "h200": {2: tuple(zip(_AR_SIZES, (4.5, 4.5, 4.8, 6.3))),
+             4: tuple(zip(_AR_SIZES, (4.8, 5.0, 5.8, 10.5))),
+             8: tuple(zip(_AR_SIZES, (5.2, 5.7, 8.0, 11.1)))},
+}
+CUSTOM_ALL_REDUCE["h100"] = CUSTOM_ALL_REDUCE["h200"]

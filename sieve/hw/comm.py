@@ -42,6 +42,7 @@ import numpy as np
 from sieve.errors import ConfigError, lookup
 from sieve.hw.calibrations import (
     COMM_CALIBRATIONS,
+    CUSTOM_ALL_REDUCE,
     NS_PER_US,
     AlphaBeta,
     CommCalibration,
@@ -64,6 +65,7 @@ __all__ = [
     "get_comm_calibration",
     "payload_bytes",
     "tier_time_ns",
+    "tp_all_reduce_time_ns",
 ]
 
 
@@ -141,6 +143,32 @@ def all_reduce_time_ns(size_bytes: float, system: SystemConfig, *,
                        n_gpus: int | None = None) -> float:
     """All-reduce of a ``size_bytes`` buffer (ring bus bytes ``2 S (n-1)/n``), ns."""
     return _ring("all_reduce", size_bytes, 2.0, system, calib, n_gpus)
+
+
+def tp_all_reduce_time_ns(size_bytes: float, system: SystemConfig, *,
+                          calib: CommCalibration | None = None,
+                          n_gpus: int | None = None) -> float:
+    """The tensor-parallel all-reduce of a decode step (ns): the custom all-reduce serving
+    frameworks run inside CUDA graphs, from its measured latencies
+    (:data:`sieve.hw.calibrations.CUSTOM_ALL_REDUCE`), interpolated linearly in the message
+    size between the measured sizes (the smallest measured value below them). Beyond the
+    largest measured size the extra bytes cost the NCCL ring's bus bytes at the all-reduce
+    fit's bandwidth ⚠. A TP group of a size without a table (not 2, 4 or 8), one spanning
+    nodes, or a GPU without measurements takes the NCCL ring model
+    (:func:`all_reduce_time_ns`)."""
+    s, cal, n, g = _setup(system, calib, n_gpus, "tp_all_reduce")
+    size = check_number("tp_all_reduce", "size_bytes", size_bytes)
+    if n == 1 or size == 0:
+        return 0.0
+    table = CUSTOM_ALL_REDUCE.get(s.gpu.name, {}).get(n)
+    if table is None or n > g:
+        return all_reduce_time_ns(size, s, calib=cal, n_gpus=n)
+    xs = [x for x, _ in table]
+    ys = [y for _, y in table]
+    if size <= xs[-1]:
+        return float(np.interp(size, xs, ys)) * NS_PER_US
+    extra = 2.0 * (size - xs[-1]) * (n - 1) / n
+    return ys[-1] * NS_PER_US + extra / (cal.all_reduce.eta * s.intra_link.bw_gbs)
 
 
 def all_to_all_time_ns(size_bytes: float, system: SystemConfig, *,

@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: Collectives of :class:`Collective`.
-COLLECTIVES = ("all_gather", "all_reduce", "all_to_all")
+COLLECTIVES = ("all_gather", "all_reduce", "all_to_all", "tp_all_reduce")
 #: Expert-parallel exchanges of :class:`EpExchange`.
 EP_EXCHANGES = ("dispatch", "combine")
 #: How experts are spread over the PIM channels: tensor parallelism over every pseudo-channel
@@ -225,7 +225,9 @@ class CommOp:
 class Collective(CommOp):
     """An NCCL-style collective over ``n_gpus`` GPUs (None = all GPUs of the system).
     ``size_bytes`` follows nccl-tests: the full result buffer for all-gather/all-reduce, the
-    per-GPU send buffer for all-to-all."""
+    per-GPU send buffer for all-to-all. ``tp_all_reduce`` is a decode step's tensor-parallel
+    all-reduce as serving frameworks run it (custom all-reduce in a CUDA graph,
+    :func:`sieve.hw.comm.tp_all_reduce_time_ns`)."""
 
     kind: str
     size_bytes: float

@@ -133,7 +133,7 @@ class RooflineCostModel:
         self.achievable = bool(achievable)
         cal = s.gpu_calibration
         eta_bw = cal.eta_bw if achievable else 1.0
-        eta_c = cal.eta_c(s.dtype) if achievable else 1.0
+        eta_c = cal.eta_c(s.gpu.run_dtype(s.dtype)) if achievable else 1.0
         self._hbm_bytes_per_ns = s.gpu.hbm_bw_gbs * eta_bw  # GB/s = bytes/ns
         self._flops_per_ns = s.gpu.peak_tflops(s.dtype) * 1e3 * eta_c
         self._link_eta = s.comm_calibration.ep_dispatch.eta if achievable else 1.0
@@ -156,7 +156,7 @@ class RooflineCostModel:
         b, f = self._terms(op)
         dt = getattr(op, "dtype", None)
         if dt is not None and f:
-            d = get_dtype(dt)
+            d = self.system.gpu.run_dtype(get_dtype(dt))
             eta = self.system.gpu_calibration.eta_c(d) if self.achievable else 1.0
             f *= self._flops_per_ns / (self.system.gpu.peak_tflops(d) * 1e3 * eta)
         return b, f
@@ -219,7 +219,7 @@ class RooflineCostModel:
                 if op.kind == "all_to_all":
                     intra, inter = op.size_bytes * (g - 1) / n, op.size_bytes * (n - g) / n
                 else:
-                    factor = 2.0 if op.kind == "all_reduce" else 1.0
+                    factor = 2.0 if op.kind in ("all_reduce", "tp_all_reduce") else 1.0
                     intra = factor * op.size_bytes * (n - 1) / n  # ring bus bytes
                     inter = intra / g if n > g else 0.0  # one NIC per GPU, parallel rings
                 total += self._tiers_ns(intra, inter)

@@ -136,10 +136,10 @@ def kernel_time_ns(bytes_moved: float, compute_ns: float, *, gpu: GpuSpec,
 
 
 def _resolve(who: str, gpu, calib, dtype):
+    """GPU, calibration and the dtype as that GPU runs it (its weight-only fallback where the
+    tensor cores lack the dtype's class, :meth:`GpuSpec.run_dtype`)."""
     g, cal = _resolved(who, gpu, calib)
-    d = get_dtype(dtype)
-    g.peak_tflops(d)  # raises ConfigError if the GPU lacks this compute class
-    return g, cal, d
+    return g, cal, g.run_dtype(get_dtype(dtype))
 
 
 def gemm_time_ns(m: int, n: int, k: int, dtype: str | DType = "bf16", *, gpu: GpuSpec,
@@ -241,7 +241,7 @@ def moe_layer_time_ns(tokens_per_expert, hidden: int, intermediate: int,
                              gpu=gpu, calib=calib)
     if t == 0.0:
         return 0.0
-    return t + calib.t0_moe_ns(get_dtype(dtype))
+    return t + calib.t0_moe_ns(gpu.run_dtype(get_dtype(dtype)))
 
 
 def attention_decode_time_ns(context_lens, n_q_heads: int, n_kv_heads: int, head_dim: int,

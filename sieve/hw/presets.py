@@ -23,6 +23,7 @@ from sieve.validate import override_fields
 
 __all__ = [
     "DTYPES",
+    "FALLBACK_COMPUTE",
     "GPUS",
     "LINKS",
     "MAX_GPUS_PER_NODE",
@@ -64,10 +65,25 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
           "FP8 with fp32 scales per 128x128 weight block and per 128 activations"),
     # NVFP4: FP8 scale per 16 elements -> 0.5 + 1/16 = 0.5625 B (hardware.md §3.2 bytes column).
     DType("nvfp4", 0.5625, 0.5625, "fp4", "NVFP4 weights and activations (W4A4)"),
-    # MXFP4 weights (E8M0 scale per 32 -> 0.53125 B) with BF16 activations, as gpt-oss is
-    # commonly served (W4A16: dequantised into the BF16 tensor-core path) ⚠ assumption.
+    # MXFP4 weights (E8M0 scale per 32 -> 0.53125 B) with BF16 activations (W4A16:
+    # dequantised into the BF16 tensor-core path): vLLM's Marlin MXFP4 MoE on Hopper
+    # (marlin_utils_fp4.py, "Weight-only FP4 compression will be used"; InferenceX H200 runs
+    # set VLLM_MXFP4_USE_MARLIN=1) and its SM100_FI_MXFP4_BF16 path on Blackwell (mxfp4.py).
     DType("mxfp4", 0.53125, 2.0, "bf16", "MXFP4 weights, BF16 activations and MMA (W4A16)"),
+    # MXFP4 weights x MXFP8 activations (E8M0 per 32 -> 1.03125 B), as InferenceX serves
+    # gpt-oss on B200 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1): CUTLASS SM100 kind::mxf8f6f4,
+    # "2x Hopper Fp8", i.e. the FP8 rate, not FP4's (docs/hardware.md, "Precisions").
+    DType("mxfp4_mxfp8", 0.53125, 1.03125, "fp8",
+          "MXFP4 weights x MXFP8 activations on FP8-rate tensor cores (Blackwell)"),
 )}
+
+#: What a weight format runs as on a GPU whose tensor cores lack its compute class: the
+#: weights stay in memory at their own size and are dequantised in the kernel to BF16, which
+#: the BF16 tensor cores multiply with BF16 activations (weight-only quantisation: vLLM's
+#: Marlin kernels, marlin_utils_fp4.py: "Your GPU does not have native support for FP4
+#: computation ... Weight-only FP4 compression will be used"). ⚠ The dequantisation's own cost
+#: is not modelled (decode is bandwidth-bound; docs/hardware.md).
+FALLBACK_COMPUTE = "bf16"
 
 
 def get_dtype(name: str | DType) -> DType:
@@ -117,19 +133,35 @@ class GpuSpec:
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def peak_tflops(self, dtype: str | DType) -> float:
-        """Dense tensor-core peak for a dtype's compute class (TFLOPS)."""
-        d = get_dtype(dtype)
-        peak = {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "fp4": self.fp4_tflops}[
-            d.compute]
-        if peak <= 0:
-            supported = [n for n, x in DTYPES.items() if self.peak_tflops_or_zero(x) > 0]
-            raise ConfigError(f"GPU {self.name!r}: dtype {d.name!r} needs {d.compute} tensor "
-                              f"cores, which it lacks (supported: {choices(supported)})")
-        return peak
+        """Dense tensor-core peak of the class a dtype runs as on this GPU (TFLOPS): its own
+        compute class when the tensor cores have it, else the weight-only fallback's
+        (:meth:`run_dtype`)."""
+        return self.peak_tflops_or_zero(self.run_dtype(dtype))
 
     def peak_tflops_or_zero(self, d: DType) -> float:
         return {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "fp4": self.fp4_tflops}[
             d.compute]
+
+    @property
+    def native_compute(self) -> tuple[str, ...]:
+        """Tensor-core compute classes this GPU runs natively (peak > 0)."""
+        return tuple(c for c, v in (("bf16", self.bf16_tflops), ("fp8", self.fp8_tflops),
+                                    ("fp4", self.fp4_tflops)) if v > 0)
+
+    def run_dtype(self, dtype: str | DType) -> DType:
+        """The dtype as this GPU runs it: itself when its compute class is native, else the
+        weight-only fallback (:data:`FALLBACK_COMPUTE`): weights at their own bytes, BF16
+        activations, BF16 tensor cores (e.g. NVFP4 or MXFP4 x MXFP8 on an H200)."""
+        d = get_dtype(dtype)
+        if self.peak_tflops_or_zero(d) > 0:
+            return d
+        if FALLBACK_COMPUTE not in self.native_compute:
+            raise ConfigError(f"GPU {self.name!r}: dtype {d.name!r} needs {d.compute} tensor "
+                              f"cores, and the GPU has neither them nor {FALLBACK_COMPUTE} ones "
+                              f"for a weight-only fallback")
+        return DType(f"{d.name}>w-only", d.weight_bytes, 2.0, FALLBACK_COMPUTE,
+                     f"{d.name} weights dequantised to {FALLBACK_COMPUTE} in the kernel "
+                     f"({self.name} has no {d.compute} tensor cores)")
 
     @property
     def hbm_bw_bytes_per_s(self) -> float:
@@ -181,6 +213,14 @@ class GpuSpec:
                 continue
             v = getattr(self, f.name)
             rows.append((f.name, _fmt(f.name, v), self.sources.get(f.name, "")))
+        rows.append(("tensor cores", ", ".join(self.native_compute), "native compute classes "
+                     "(peak > 0)"))
+        for name, d in DTYPES.items():
+            r = self.run_dtype(d)
+            if r is not d:
+                rows.append((f"dtype {name}", f"runs as {r.compute} (weights "
+                             f"{r.weight_bytes:g} B, activations {r.act_bytes:g} B)",
+                             "weight-only fallback: dequantised in the kernel (vLLM Marlin)"))
         return rows
 
 

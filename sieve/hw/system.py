@@ -137,7 +137,7 @@ class SystemConfig:
         self.memory.validate()
         self.gpu_calibration.validate()
         self.comm_calibration.validate()
-        self.gpu.peak_tflops(self.dtype)  # the GPU must have tensor cores for the dtype
+        self.gpu.run_dtype(self.dtype)  # natively or as a weight-only fallback
         return self
 
     def override(self, values: Mapping[str, Any] | None = None, **kw: Any) -> SystemConfig:
@@ -412,16 +412,19 @@ def make_system(gpu: str | GpuSpec = DEFAULT_GPU, n_gpus: int = 1,
 #: stacks (b200-hbm3e-pim); 16 = two HGX nodes joined by IB (DESIGN.md §7 "more, with an IB
 #: tier"); Hopper systems with AttAcc's HBM3-PIM (hw.presets: their memory_spec, ⚠ borrowed).
 SYSTEMS: dict[str, SystemConfig] = {s.name: s for s in (
-    make_system("b200", 1), make_system("b200", 4), make_system("b200", 8),
-    make_system("b200", 16, 8), make_system("h200", 8), make_system("h100", 8),
+    make_system("b200", 1), make_system("b200", 2), make_system("b200", 4),
+    make_system("b200", 8), make_system("b200", 16, 8),
+    # Hopper systems of every TP size InferenceMAX served gpt-oss at (docs/validation.md)
+    make_system("h200", 1), make_system("h200", 2), make_system("h200", 4),
+    make_system("h200", 8), make_system("h100", 8),
 )}
 DEFAULT_SYSTEM = "8xb200"
 
 
 def get_system(name: str | Path | SystemConfig, overrides: Mapping[str, Any] | None = None
                ) -> SystemConfig:
-    """Return a system preset (``1xb200``, ``4xb200``, ``8xb200``, ``16xb200``, ``8xh200``,
-    ``8xh100``), a system file (``.json``/``.toml``) or the config itself, optionally with
+    """Return a system preset (``1xb200``, ``2xb200``, ``4xb200``, ``8xb200``, ``16xb200``,
+    ``1xh200`` .. ``8xh200``, ``8xh100``), a system file (``.json``/``.toml``) or the config itself, optionally with
     overrides (see :meth:`SystemConfig.override`)."""
     if isinstance(name, SystemConfig):
         system = name

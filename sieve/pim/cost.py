@@ -100,7 +100,8 @@ class EngineCostModel:
         s = self.system
         if isinstance(op, Collective):
             f = {"all_gather": comm.all_gather_time_ns, "all_reduce": comm.all_reduce_time_ns,
-                 "all_to_all": comm.all_to_all_time_ns}[op.kind]
+                 "all_to_all": comm.all_to_all_time_ns,
+                 "tp_all_reduce": comm.tp_all_reduce_time_ns}[op.kind]
             return f(op.size_bytes, s, n_gpus=op.n_gpus)
         if isinstance(op, EpExchange):
             return comm.ep_exchange_time_ns(op.copies, op.hidden, s, op=op.kind,

@@ -45,9 +45,11 @@ __all__ = [
     "expert_shape",
     "gdn_op",
     "gpu_decode_attention",
+    "layer_kernels",
     "lm_head_op",
     "mixer_gemms",
     "router_op",
+    "sampler_op",
     "shared_op",
     "tp_shard",
     "weight_bytes",
@@ -164,6 +166,44 @@ def lm_head_op(model, tokens: int, shards: int = 1) -> Gemm | None:
     if tokens <= 0:
         return None
     return Gemm(tokens, -(-model.vocab_size // shards), model.hidden_size)
+
+
+def layer_kernels(model, layer: int, tokens: int, kv_dtype: str = "bf16"
+                  ) -> tuple[MemoryStream | None, MemoryStream | None, MemoryStream | None]:
+    """The small kernels of a decoder layer besides its GEMMs and attention, each a launch of
+    its own (every evaluated model's decoder layer: HF ``*DecoderLayer`` = input RMSNorm,
+    attention with RoPE and the KV-cache update, post-attention RMSNorm; vLLM runs them as
+    the ``fused_add_rms_norm``, ``rotary_embedding`` and ``reshape_and_cache`` kernels):
+    ``(input norm, RoPE + KV-cache write, post-attention norm)``; the middle one is None for
+    Gated-DeltaNet layers (their state update is :func:`gdn_op`). Bytes: the residual stream
+    read, added and written (BF16), the norm weights; q and k read and written, k and v
+    written to the cache. ⚠ Frameworks that fuse the norm into the TP all-reduce (vLLM's
+    ``fuse_allreduce_rms`` on B200) save its launch; not modelled."""
+    if tokens <= 0:
+        return None, None, None
+    h = model.hidden_size
+    norm = MemoryStream(tokens * h * 2.0 * 3 + h * 2.0)  # x, residual in; x out; weights
+    rope = None
+    if model.layer_types[layer] != "gdn":
+        a = model.attention
+        kvb = 1 if kv_dtype == "fp8" else 2
+        if isinstance(a, MlaAttention):
+            qk = a.n_heads * a.qk_rope_head_dim + a.qk_rope_head_dim
+            cache = a.kv_lora_rank + a.qk_rope_head_dim
+        else:
+            qk = (a.n_heads + a.n_kv_heads) * a.head_dim
+            cache = 2 * a.n_kv_heads * a.head_dim
+        rope = MemoryStream(tokens * (qk * 2.0 * 2 + cache * kvb))
+    return norm, rope, norm
+
+
+def sampler_op(model, sequences: int, shards: int = 1) -> MemoryStream | None:
+    """Sampling of one token per sequence from the logits (temperature, top-k/top-p, draw:
+    vLLM's GPU ``Sampler``), one kernel reading and writing fp32 logits: ``2 x 4 B x V`` per
+    sequence (``1/shards`` of the vocabulary per GPU)."""
+    if sequences <= 0:
+        return None
+    return MemoryStream(sequences * -(-model.vocab_size // shards) * 4.0 * 2)
 
 
 def weight_bytes(op: GpuOp, system_dtype) -> float:

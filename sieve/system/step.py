@@ -73,10 +73,12 @@ from sieve.system.ops import (
     expert_shape,
     gdn_op,
     gpu_decode_attention,
+    layer_kernels,
     lm_head_op,
     mixer_gemms,
     prefill_attention,
     router_op,
+    sampler_op,
     shared_op,
     tp_shard,
     weight_bytes,
@@ -411,12 +413,16 @@ class _Builder:
                                                    info=self._info(g, layer, mb, "gpu"))))
                 shared_done.append(None)
                 continue
+            norm1, rope, norm2 = layer_kernels(m, layer, n_tok, self.o.kv_dtype)
+            deps = [self.gpu_tasks("norm", [norm1], g, deps, layer, mb, prio)]
             if lt == "gdn":
                 mix = self.gpu_tasks("gdn", gdn_op(m, layer, reqs.size, n_tok, None), g, deps,
                                      layer, mb, prio)
             else:
                 pre_ops, post_ops = mixer_gemms(m, layer, n_tok)
                 q = self.gpu_tasks("qkv", pre_ops, g, deps, layer, mb, prio)
+                q = self.gpu_tasks("rope_kv", [rope], g, [t for t in (q,) if t], layer, mb,
+                                   prio) or q
                 att = [q]
                 ctx = b.context[dec] + 1
                 if dec.size and self.pim_mode:
@@ -431,8 +437,9 @@ class _Builder:
                                      prio)
             if self.tp and self.n_gpus > 1:
                 mix = self.link("allreduce_attn", self.st.precise.comm_ns(Collective(
-                    "all_reduce", n_tok * self.full.hidden_size * 2.0)), [mix], layer, mb,
+                    "tp_all_reduce", n_tok * self.full.hidden_size * 2.0)), [mix], layer, mb,
                     prio)
+            mix = self.gpu_tasks("norm", [norm2], g, [mix], layer, mb, prio)
             if layer not in self._moe:
                 ffn = self.gpu_tasks("dense_ffn", [GroupedExperts(
                     [n_tok], _dense_shape(self.full), self.expert_dtype)], g, [mix], layer,
@@ -490,7 +497,7 @@ class _Builder:
             after = [self.link("combine", t_comb, joins, layer, mb, prio)] * self.n_sim
         if self.tp and self.n_gpus > 1:
             after = [self.link("allreduce_moe", self.st.precise.comm_ns(Collective(
-                "all_reduce", n_tok_all * self.full.hidden_size * 2.0)), joins, layer, mb,
+                "tp_all_reduce", n_tok_all * self.full.hidden_size * 2.0)), joins, layer, mb,
                 prio)]
         out = []
         for g in range(self.n_sim):
@@ -553,7 +560,8 @@ class _Builder:
             fixed = []
             if n_tok and lt != "gdn":
                 pre_ops, post_ops = mixer_gemms(model, layer, n_tok)
-                fixed = [*pre_ops, *post_ops, router_op(model, n_tok)]
+                small = [k for k in layer_kernels(model, layer, n_tok, self.o.kv_dtype) if k]
+                fixed = [*small, *pre_ops, *post_ops, router_op(model, n_tok)]
                 sh = shared_op(model, n_tok, self.expert_dtype)
                 if sh is not None:
                     fixed.append(sh)
@@ -656,9 +664,11 @@ class _Builder:
             last_layer = [t for mb in prev for t in prev[mb]]
             for g in range(self.n_sim):
                 reqs = np.flatnonzero(self.req_gpu == g)
-                op = lm_head_op(self.full, int(reqs.size), self.n_gpus if self.tp else 1)
-                self.gpu_tasks("lm_head", [op], g, [prev[mb][g] for mb in prev], -1, -1,
-                               10 ** 6)
+                shards = self.n_gpus if self.tp else 1
+                head = self.gpu_tasks("lm_head", [lm_head_op(self.full, int(reqs.size), shards)],
+                                      g, [prev[mb][g] for mb in prev], -1, -1, 10 ** 6)
+                self.gpu_tasks("sampler", [sampler_op(self.full, int(reqs.size), shards)], g,
+                               [head] if head is not None else [], -1, -1, 10 ** 6)
         # shift: every task of this step starts at the state's clock
         self._shift()
         with stage("list_scheduling"):
