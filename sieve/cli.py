@@ -428,7 +428,7 @@ _layers_type.__name__ = "layers"
 
 def _run_kw(args: argparse.Namespace) -> dict:
     return {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
-            "seed": args.seed, "microbatches": args.microbatches,
+            "seed": args.seed, "microbatches": args.microbatches, "overlap": args.overlap,
             "layers": args.layers, "trace": args.trace}
 
 
@@ -731,6 +731,10 @@ def _add_run_flags(p) -> None:
     p.add_argument("--seed", type=_int_type(0, 2 ** 63 - 1), default=0, help="seed (default 0)")
     p.add_argument("--microbatches", type=_int_type(1, 2), default=1,
                    help="1, or 2 for two-way micro-batch interleaving (default 1)")
+    p.add_argument("--overlap", choices=("none", "tbo"), default="none",
+                   help="execution mode: none (each micro-batch's phases in order, default) "
+                   "or tbo (two-batch overlap: two micro-batches, one's attention and "
+                   "communication beside the other's experts, weights shared on chip)")
     p.add_argument("--layers", type=_layers_type, default=4, help="layers simulated per step, "
                    "spread evenly and scaled (default 4), or 'all' (exact, slower)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "

@@ -119,3 +119,117 @@ def sieve_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1]
     free(order)
     free(start)
     return moved
+
+
+# Layout of the `par` argument of sieve_cp_greedy (the critical-path variant, sieve.sched.cp).
+# Times are ns from when the layer's expert work may start (the decision's end).
+Q_W = 0       # weight bytes of one GPU-side expert
+Q_A = 1       # bytes per token of a GPU-side expert (activations in and out)
+Q_F = 2       # FLOPs per token of a GPU-side expert
+Q_BW = 3      # HBM bytes per ns
+Q_PEAK = 4    # FLOPs per ns
+Q_K0 = 5      # fixed GPU time of a non-empty grouped GEMM (its kernel launches)
+Q_H = 6       # when the GPU's HBM lane is free for the expert weights
+Q_G = 7       # when the GPU's compute lane is free
+Q_D = 8       # when the tokens dispatched from other GPUs have arrived
+Q_P = 9       # when the PIM units are free (attention or another program before)
+Q_SLOPE = 10  # roofline ns per token of one PIM expert (counts beyond the table)
+Q_FIXED = 11  # PIM time paid once per non-empty program, ns
+Q_C = 12      # when the link can take the layer's combine (a floor of the estimate)
+Q_EG = 13     # out: estimated end of the GPU-side experts
+Q_EP = 14     # out: estimated end of the PIM-side experts
+Q_STEPS = 15  # out: candidate moves evaluated
+Q_N = 16
+
+
+cdef inline double _cp_gpu(double n, double tok, double w, double a, double f, double bw,
+                           double peak, double k0, double h, double g, double d) noexcept nogil:
+    """End of the GPU-side experts: the grouped GEMM streams its weights from when the HBM lane
+    is free (t_GPU = k0 + max(bytes / bw, FLOPs / peak)), and cannot end before its tokens'
+    activations have streamed after the dispatch and a free compute lane."""
+    if n <= 0:
+        return 0.0
+    cdef double t_gpu = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak)
+    return _dmax(h + t_gpu, _dmax(g, d) + a * tok / bw)
+
+
+def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1] on_pim,
+                    double[::1] par):
+    """One decision of the critical-path Sieve: the seed's sort and single scan, moving the next
+    most popular expert to the GPU while T = max(link free for the combine, end of GPU experts,
+    end of PIM experts) strictly decreases (Q_* layout of par). Returns the experts moved, -1 on no memory."""
+    cdef Py_ssize_t E = counts.shape[0]
+    cdef Py_ssize_t K = table.shape[0]
+    cdef Py_ssize_t i, j, n_act = 0, moved = 0, steps = 0
+    cdef int64_t c, cmax = 0
+    cdef double pim, t_cur, e_g, e_p, t_new, pe, n_g = 0.0, tok_g = 0.0, eg_cur, ep_cur, p0
+    cdef int64_t* order
+    cdef int64_t* start
+    if on_pim.shape[0] != E or par.shape[0] < Q_N:
+        raise ValueError("sieve_cp_greedy: on_pim must match counts and par hold Q_N values")
+    cdef double w = par[Q_W], a = par[Q_A], f = par[Q_F], bw = par[Q_BW], peak = par[Q_PEAK]
+    cdef double k0 = par[Q_K0], h = par[Q_H], g = par[Q_G], d = par[Q_D], p = par[Q_P]
+    cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
+    if bw <= 0 or peak <= 0:
+        raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
+    for i in range(E):
+        c = counts[i]
+        if c < 0:
+            raise ValueError("sieve_cp_greedy: token counts must be >= 0")
+        if c > cmax:
+            cmax = c
+    order = <int64_t*>malloc((E + 1) * sizeof(int64_t))
+    start = <int64_t*>malloc((cmax + 2) * sizeof(int64_t))
+    if order == NULL or start == NULL:
+        free(order)
+        free(start)
+        return -1
+    with nogil:
+        for j in range(cmax + 2):
+            start[j] = 0
+        for i in range(E):
+            c = counts[i]
+            on_pim[i] = 0
+            if c > 0:
+                start[cmax - c + 1] += 1
+                n_act += 1
+        for j in range(1, cmax + 2):
+            start[j] += start[j - 1]
+        for i in range(E):
+            c = counts[i]
+            if c > 0:
+                order[start[cmax - c]] = i
+                start[cmax - c] += 1
+        pim = fixed if n_act > 0 else 0.0
+        for j in range(n_act):
+            c = counts[order[j]]
+            on_pim[order[j]] = 1
+            pim += table[c] if c < K else c * slope
+        p0 = _dmax(p, d)  # the PIM program starts after its tokens and a free PIM
+        eg_cur = 0.0
+        ep_cur = p0 + pim if n_act > 0 else 0.0
+        t_cur = _dmax(cr, _dmax(eg_cur, ep_cur))
+        for j in range(n_act):
+            c = counts[order[j]]
+            pe = table[c] if c < K else c * slope
+            e_g = _cp_gpu(n_g + 1, tok_g + c, w, a, f, bw, peak, k0, h, g, d)
+            pim -= pe + (fixed if j == n_act - 1 else 0.0)
+            e_p = p0 + pim if j < n_act - 1 else 0.0
+            t_new = _dmax(cr, _dmax(e_g, e_p))
+            steps += 1
+            if t_new < t_cur:
+                n_g += 1
+                tok_g += c
+                eg_cur = e_g
+                ep_cur = e_p
+                t_cur = t_new
+                on_pim[order[j]] = 0
+                moved += 1
+            else:
+                break
+        par[13] = eg_cur  # Q_EG
+        par[14] = ep_cur  # Q_EP
+        par[15] = <double>steps  # Q_STEPS
+    free(order)
+    free(start)
+    return moved

@@ -12,6 +12,9 @@ options that make the variant. The Sieve ablations (issue 9) are variants of "si
   estimator setting, carried by ``pim_source``;
 * ``optimal``: the exhaustive optimum of the same objective (small layers only).
 
+``sieve-cp`` (:mod:`sieve.sched.cp`) is not an ablation but a variant: the same sort, scan and
+cost table, judged by the end of the layer's expert phase on its dependency graph.
+
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
 
@@ -23,6 +26,7 @@ from typing import Any
 
 from sieve.errors import lookup
 from sieve.sched.baselines import allexp, duplex, gpu_only, noexp, pimoe
+from sieve.sched.cp import sieve_cp
 from sieve.sched.estimator import Estimator
 from sieve.sched.greedy import sieve
 from sieve.sched.optimal import optimal
@@ -51,6 +55,8 @@ class Method:
 
 SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
+    Method("sieve-cp", sieve_cp, doc="the seed's greedy judged by the layer's critical path "
+           "(end of the expert phase on its dependency graph) instead of one max"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU"),
     Method("allexp", allexp, doc="every expert on PIM"),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),
@@ -68,7 +74,7 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
 )}
 
 #: The methods of the seed's evaluation plus the two extra baselines, in plotting order.
-METHODS_MAIN = ("gpu-only", "noexp", "allexp", "pimoe", "duplex", "sieve")
+METHODS_MAIN = ("gpu-only", "noexp", "allexp", "pimoe", "duplex", "sieve", "sieve-cp")
 
 
 def get_method(name: str | Method) -> Method:

@@ -20,7 +20,33 @@ from sieve.errors import ConfigError
 from sieve.hw.cost import PIM_MAPPINGS, PIM_ORDERS, ExpertShape, GpuOp, counts_array
 from sieve.validate import check_number
 
-__all__ = ["LayerLoad", "Partition"]
+__all__ = ["LayerLoad", "LayerTiming", "Partition"]
+
+
+@dataclass(frozen=True)
+class LayerTiming:
+    """When the resources a layer's expert phase needs become free, as the step knows at the
+    decision (ns from the decision's end; the critical-path Sieve, :mod:`sieve.sched.cp`).
+
+    Attributes:
+        hbm_ready_ns: the GPU's HBM lane is free to stream expert weights.
+        gpu_ready_ns: the GPU's compute lane is free (other GPU work of the layer queued).
+        dispatch_ns: the tokens dispatched from other GPUs have arrived (0 on one GPU).
+        pim_ready_ns: the PIM units are free (attention, or the other micro-batch's work).
+        combine_ready_ns: the link is free for the layer's combine (the other micro-batch's
+            collectives queued before it under two-batch overlap; 0 when nothing waits).
+    """
+
+    hbm_ready_ns: float = 0.0
+    gpu_ready_ns: float = 0.0
+    dispatch_ns: float = 0.0
+    pim_ready_ns: float = 0.0
+    combine_ready_ns: float = 0.0
+
+    def __post_init__(self):
+        for n in ("hbm_ready_ns", "gpu_ready_ns", "dispatch_ns", "pim_ready_ns",
+                  "combine_ready_ns"):
+            object.__setattr__(self, n, check_number("layer timing", n, getattr(self, n)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +61,9 @@ class LayerLoad:
             the routing maps); the same whatever the split.
         gpu_fixed: GPU operations of the layer that are not routed experts (router, shared
             experts, projections); they share the GPU with the GPU-side experts.
+        timing: when the expert phase's resources are free (:class:`LayerTiming`), for the
+            schedulers that estimate the layer's critical path; None: not known (a layer
+            outside a step: PIM free after ``pim_busy_ns``, everything else at once).
     """
 
     counts: np.ndarray
@@ -42,6 +71,7 @@ class LayerLoad:
     pim_busy_ns: float = 0.0
     comm_ns: float = 0.0
     gpu_fixed: tuple[GpuOp, ...] = ()
+    timing: LayerTiming | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "counts", counts_array("layer load", self.counts))
@@ -54,6 +84,8 @@ class LayerLoad:
         if any(not isinstance(o, GpuOp) for o in ops):
             raise ConfigError("layer load: gpu_fixed must hold GPU operations (sieve.hw.cost)")
         object.__setattr__(self, "gpu_fixed", ops)
+        if self.timing is not None and not isinstance(self.timing, LayerTiming):
+            raise ConfigError("layer load: timing must be a LayerTiming or None")
 
     @property
     def active(self) -> np.ndarray:

@@ -181,6 +181,10 @@ class Schedule:
         if t.on_start is not None:
             t.on_start(t, self)
 
+    def lane_free_ns(self, lane: str) -> float:
+        """When ``lane`` is free of every task placed so far (0 if it never held one)."""
+        return self._lane_free.get(lane, 0.0)
+
     # ---- results -------------------------------------------------------------------------------
     @property
     def makespan_ns(self) -> float:

@@ -50,7 +50,7 @@ __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_
 #: Columns of a run row, in table order.
 RUN_COLUMNS = (
     "model", "system", "n_gpus", "method", "batch", "workload", "colocated", "seed",
-    "parallel", "microbatches", "pim_order", "estimator", "steps", "warmup",
+    "parallel", "microbatches", "overlap", "pim_order", "estimator", "steps", "warmup",
     "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
     "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
     "gpu_busy_frac", "hbm_busy_frac", "pim_busy_frac", "link_busy_frac",
@@ -101,6 +101,7 @@ class RunConfig:
     expert_dtype: str | None = StepOptions.expert_dtype
     kv_dtype: str = StepOptions.kv_dtype
     layers: int | None = StepOptions.layers
+    overlap: str = StepOptions.overlap
     system_overrides: tuple[tuple[str, Any], ...] = ()
     trace: str | None = None
 
@@ -115,14 +116,15 @@ class RunConfig:
         if isinstance(ov, Mapping):
             ov = tuple(sorted(ov.items()))
         object.__setattr__(self, "system_overrides", tuple(tuple(x) for x in ov))
-        self.options()  # validates the step options
+        opts = self.options()  # validates the step options
+        object.__setattr__(self, "microbatches", opts.microbatches)  # "tbo" implies 2
 
     def options(self) -> StepOptions:
         return StepOptions(method=self.method, parallel=self.parallel,
                            microbatches=self.microbatches, pim_order=self.pim_order,
                            estimator=self.estimator, scheduler_ns=self.scheduler_ns,
                            expert_dtype=self.expert_dtype, kv_dtype=self.kv_dtype,
-                           layers=self.layers)
+                           layers=self.layers, overlap=self.overlap)
 
     def resolve_system(self) -> SystemConfig:
         return get_system(self.system, dict(self.system_overrides) or None)
@@ -298,6 +300,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
         "model": model.name, "system": system.name, "n_gpus": n, "method": cfg.method,
         "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
         "seed": cfg.seed, "parallel": cfg.parallel, "microbatches": cfg.microbatches,
+        "overlap": cfg.overlap,
         "pim_order": cfg.pim_order, "estimator": cfg.estimator, "steps": cfg.steps,
         "warmup": cfg.warmup, "layers_simulated": steps[0].layers_simulated,
         "n_layers": steps[0].n_layers, "tpot_ms": mean_t / 1e6,

@@ -66,7 +66,7 @@ from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
-from sieve.sched.partition import LayerLoad, Partition
+from sieve.sched.partition import LayerLoad, LayerTiming, Partition
 from sieve.stages import count, enabled, stage
 from sieve.system.dag import Schedule, Task
 from sieve.system.ops import (
@@ -85,7 +85,7 @@ from sieve.system.ops import (
 )
 from sieve.workload.trace import DECODE, PREFILL
 
-__all__ = ["DEFAULT_SCHEDULER_NS", "StepBatch", "StepOptions", "StepResult", "SystemState",
+__all__ = ["DEFAULT_SCHEDULER_NS", "OVERLAP_MODES", "StepBatch", "StepOptions", "StepResult", "SystemState",
            "simulate_step"]
 
 #: Decision time charged per layer and GPU to the methods that decide at run time (sieve,
@@ -102,6 +102,8 @@ _STATIC = ("noexp", "allexp", "gpu-only")
 ROUTE_ENTRY_BYTES = 8
 #: The schedulers' GPU/link estimators (StepOptions.estimator).
 ESTIMATORS = ("achievable", "roofline", "precise")
+#: Execution modes (StepOptions.overlap): "none", or "tbo" (two-batch overlap).
+OVERLAP_MODES = ("none", "tbo")
 #: EMA weight of observed attention times (the same choice as the expert table,
 #: sieve.sched.estimator.DEFAULT_ALPHA).
 _ATTN_ALPHA = 0.25
@@ -115,6 +117,12 @@ class StepOptions:
         method: scheduler name (:data:`sieve.sched.methods.SCHEDULERS`).
         parallel: "ep" (expert parallelism over GPUs, data-parallel attention) or "tp".
         microbatches: 1, or 2 for two-way micro-batch interleaving (seed Figure 6a).
+        overlap: "none" (each micro-batch's phases as its graph orders them), or "tbo":
+            two-batch overlap as SGLang/DeepSeek run decode (two micro-batches, so one's
+            attention and communication run beside the other's experts), with a GPU op's
+            weights loaded once for both micro-batches where they fit in the GPU's L2 (the
+            second micro-batch's kernel finds them on chip; :data:`OVERLAP_MODES`,
+            docs/system.md). Implies ``microbatches=2``.
         pim_order: order of the GEMVs on PIM (docs/schedulers.md: "layer", one GPU step per
             program).
         estimator: the schedulers' GPU/link estimates: "achievable" (the seed's closed-form
@@ -136,9 +144,18 @@ class StepOptions:
     expert_dtype: str | None = None
     kv_dtype: str = "bf16"
     layers: int | None = None
+    overlap: str = "none"
 
     def __post_init__(self):
         get_method(self.method)
+        if self.overlap not in OVERLAP_MODES:
+            raise ConfigError(f"step: overlap {self.overlap!r} unknown (known: "
+                              f"{', '.join(OVERLAP_MODES)})")
+        if self.overlap == "tbo":
+            if self.microbatches not in (1, 2):
+                raise ConfigError(f"step: overlap 'tbo' runs two micro-batches, got "
+                                  f"microbatches={self.microbatches!r}")
+            object.__setattr__(self, "microbatches", 2)
         if self.parallel not in ("ep", "tp"):
             raise ConfigError(f"step: parallel {self.parallel!r} unknown (known: ep, tp)")
         if self.microbatches not in (1, 2):
@@ -339,6 +356,18 @@ class _Builder:
         self.parts: list[dict] = []
         self.channels: list[dict] = []
         self.pim_mode = self.sys.has_pim and self.o.method != "gpu-only"
+        # two-batch overlap: weights a GPU op of one micro-batch loaded, by (GPU, layer, op):
+        # (micro-batch, expert ids or None for a dense op, weight bytes)
+        self.tbo = self.o.overlap == "tbo"
+        self.loaded: dict[tuple, tuple[int, frozenset | None, float]] = {}
+        self.made: list[Task] = []  # the tasks of the last gpu_tasks call
+        # for the critical-path decisions: a layer's shared-expert tasks and its attention
+        # task, by (GPU, layer, micro-batch)
+        self.queued: dict[tuple, list[Task]] = {}
+        self.attn_tasks: dict[tuple, Task] = {}
+        self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
+        self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
+        self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
         self.dtype = self.sys.dtype
@@ -362,31 +391,64 @@ class _Builder:
     def _info(self, g, layer, mb, kind):
         return {"gpu": g, "layer": layer, "mb": mb, "kind": kind}
 
+    def _shared_bytes(self, key: tuple, mb: int, wbytes: float, experts) -> float:
+        """Two-batch overlap: weight bytes of this op that the other micro-batch's kernel of
+        the same op (same GPU and layer) loaded and that are still on chip: all of a dense op's,
+        the experts both use of a grouped GEMM; only when the other kernel's weights fit in the
+        GPU's L2. Records this kernel's own weights for the other micro-batch."""
+        if not self.tbo or key is None:
+            return 0.0
+        own = frozenset(int(e) for e in np.flatnonzero(experts)) if experts is not None else None
+        prev = self.loaded.get(key)
+        if prev is None or prev[0] == mb:
+            self.loaded[key] = (mb, own, wbytes)
+            return 0.0
+        _, other, other_bytes = prev
+        if other_bytes > self.l2_bytes:
+            return 0.0
+        if own is None or other is None:
+            return wbytes
+        return wbytes * len(own & other) / max(len(own), 1)
+
     def gpu_tasks(self, name: str, ops: Sequence[GpuOp], g: int, deps: list[Task], layer: int,
-                  mb: int, prio: int, load_deps: list[Task] | None = None) -> Task | None:
+                  mb: int, prio: int, load_deps: list[Task] | None = None,
+                  share: bool = False, experts=None) -> Task | None:
         """GPU operations as a weight-load task (hbm) then the rest of their calibrated time
-        (gpu); returns the last task (None for no work)."""
+        (gpu); returns the last task (None for no work). ``share``: under two-batch overlap the
+        op's weights serve both micro-batches (:meth:`_shared_bytes`; ``experts`` are the
+        token counts of a grouped GEMM's experts)."""
         ops = [op for op in ops if op is not None]
         if not ops:
             return None
         total = self.st.precise.gpu_ns(ops)
         wbytes = sum(weight_bytes(op, self.dtype) for op in ops)
+        shared = self._shared_bytes((g, layer, name) if share else None, mb, wbytes, experts)
+        if shared:  # the kernel streams only the weights it does not find on chip
+            total -= shared / self.load_bytes_per_ns
+            wbytes -= shared
         t_load = min(wbytes / self.load_bytes_per_ns, total)
         s = self.sched
         last_deps = list(deps)
+        made = []
         if t_load > 0:
             ld = s.add(Task(f"{name}_load", (f"hbm{g}",), t_load,
                             deps=list(deps if load_deps is None else load_deps), priority=prio,
                             info=self._info(g, layer, mb, "hbm")))
             last_deps.append(ld)
-        return s.add(Task(name, (f"gpu{g}",), total - t_load, deps=last_deps, priority=prio,
-                          info=self._info(g, layer, mb, "gpu")))
+            made.append(ld)
+        made.append(s.add(Task(name, (f"gpu{g}",), total - t_load, deps=last_deps,
+                               priority=prio, info=self._info(g, layer, mb, "gpu"))))
+        self.made = made
+        self.layer_tasks.setdefault((g, layer, mb), []).extend(made)
+        return made[-1]
 
     def link(self, name: str, dur: float, deps: list[Task], layer: int, mb: int, prio: int
              ) -> Task:
         lanes = tuple(f"link{g}" for g in range(self.n_sim))
-        return self.sched.add(Task(name, lanes, dur, deps=deps, priority=prio,
-                                   info=self._info(-1, layer, mb, "link")))
+        t = self.sched.add(Task(name, lanes, dur, deps=deps, priority=prio,
+                                info=self._info(-1, layer, mb, "link")))
+        self.link_tasks.setdefault((layer, mb), []).append(t)
+        return t
 
     # ---- one layer -----------------------------------------------------------------------------
     def layer(self, li: int, layer: int, mb: int, prev: list[Task | None], prio: int
@@ -420,7 +482,7 @@ class _Builder:
                                      layer, mb, prio)
             else:
                 pre_ops, post_ops = mixer_gemms(m, layer, n_tok)
-                q = self.gpu_tasks("qkv", pre_ops, g, deps, layer, mb, prio)
+                q = self.gpu_tasks("qkv", pre_ops, g, deps, layer, mb, prio, share=True)
                 q = self.gpu_tasks("rope_kv", [rope], g, [t for t in (q,) if t], layer, mb,
                                    prio) or q
                 att = [q]
@@ -434,7 +496,7 @@ class _Builder:
                     att.append(self.gpu_tasks("prefill_attn", [prefill_attention(
                         m, layer, b.tokens[pre])], g, [q], layer, mb, prio))
                 mix = self.gpu_tasks("o_proj", post_ops, g, [t for t in att if t], layer, mb,
-                                     prio)
+                                     prio, share=True)
             if self.tp and self.n_gpus > 1:
                 mix = self.link("allreduce_attn", self.st.precise.comm_ns(Collective(
                     "tp_all_reduce", n_tok * self.full.hidden_size * 2.0)), [mix], layer, mb,
@@ -443,15 +505,19 @@ class _Builder:
             if layer not in self._moe:
                 ffn = self.gpu_tasks("dense_ffn", [GroupedExperts(
                     [n_tok], _dense_shape(self.full), self.expert_dtype)], g, [mix], layer,
-                    mb, prio)
+                    mb, prio, share=True)
                 routers.append(ffn)
                 shared_done.append(None)
                 continue
-            r = self.gpu_tasks("router", [router_op(m, n_tok)], g, [mix], layer, mb, prio)
+            r = self.gpu_tasks("router", [router_op(m, n_tok)], g, [mix], layer, mb, prio,
+                               share=True)
             routers.append(r)
             sh = shared_op(m, n_tok, self.expert_dtype)
             shared_done.append(self.gpu_tasks("shared", [sh], g, [r], layer, mb, prio,
-                                              load_deps=[r]) if sh is not None else None)
+                                              load_deps=[r], share=True)
+                               if sh is not None else None)
+            if sh is not None:  # queued GPU work a critical-path decision must count
+                self.queued[(g, layer, mb)] = list(self.made)
         if layer not in self._moe:
             return routers
         # ---- routing maps, dispatch, scheduling, experts, combine -------------------------
@@ -530,9 +596,10 @@ class _Builder:
                                       "pc_busy_ns": r.pim.pc_busy_ns.copy()})
             return dur
 
-        return self.sched.add(Task("attn", (f"pim{g}",), _in_stage("pim", run), deps=deps,
-                                   priority=prio,
-                                   info=self._info(g, layer, mb, "pim")))
+        t = self.sched.add(Task("attn", (f"pim{g}",), _in_stage("pim", run), deps=deps,
+                                priority=prio, info=self._info(g, layer, mb, "pim")))
+        self.attn_tasks[(g, layer, mb)] = t
+        return t
 
     def _decider(self, g, layer, li, mb, local, join, disp, copies, prio):
         st = self.st
@@ -566,7 +633,8 @@ class _Builder:
                 if sh is not None:
                     fixed.append(sh)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
-                             gpu_fixed=tuple(fixed))
+                             gpu_fixed=tuple(fixed),
+                             timing=self._timing(task, sched, g, layer, mb, disp, copies, est))
             part = self.meth(load, est)
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
@@ -579,7 +647,8 @@ class _Builder:
             if gc.any():
                 done.append(self.gpu_tasks(
                     "experts_gpu", [GroupedExperts(gc, st.shape, self.expert_dtype)], g,
-                    [task, *disp], layer, mb, prio, load_deps=[task]))
+                    [task, *disp], layer, mb, prio, load_deps=[task], share=True,
+                    experts=gc))
             if part.on_pim.any():
                 done.append(sched.add(Task("experts_pim", (f"pim{g}",),
                                            self._pim_experts(g, layer, mb, part),
@@ -588,6 +657,54 @@ class _Builder:
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
+
+    def _timing(self, task: Task, sched: Schedule, g: int, layer: int, mb: int, disp,
+                copies, est: Estimator) -> LayerTiming:
+        """When this layer's expert phase can use each resource, as the step knows it at the
+        decision (ns from the decision's end): the lanes' placed work, this layer's shared
+        experts if still queued, the dispatch (its end when placed, else its estimate from a
+        free link), and under two-batch overlap the other micro-batch's attention of this
+        layer if it has not run yet (EMA of its observed times, as the seed's attention
+        term)."""
+        t0 = task.end_ns
+        free = sched.lane_free_ns
+        h = max(free(f"hbm{g}") - t0, 0.0)
+        gpu = max(free(f"gpu{g}") - t0, 0.0)
+        pim = max(free(f"pim{g}") - t0, 0.0)
+        for t in self.queued.get((g, layer, mb), ()):
+            if not t.placed:
+                if t.lanes[0].startswith("hbm"):
+                    h += float(t.duration)
+                else:
+                    gpu += float(t.duration)
+        if self.tbo:
+            # the other micro-batch shares the lanes: its attention and its GPU work of this
+            # layer that has not run yet (before its own expert phase) take their turn
+            if self.pim_mode:
+                other = self.attn_tasks.get((g, layer, 1 - mb))
+                if other is not None and not other.placed:
+                    pim += self.st.attn_seen[g].get(self.model.layer_types[layer], 0.0)
+            for t in self.layer_tasks.get((g, layer, 1 - mb), ()):
+                if not t.placed and not t.name.startswith("wsum"):
+                    if t.lanes[0].startswith("hbm"):
+                        h += float(t.duration)
+                    else:
+                        gpu += float(t.duration)
+        d = c = 0.0
+        if disp:
+            dt = disp[0]
+            if dt.placed:
+                d = max(dt.end_ns - t0, 0.0)
+            else:
+                start = max(free("link0"), t0)
+                d = start - t0 + est.cost.comm_ns(EpExchange("dispatch", copies,
+                                                             self.full.hidden_size))
+            c = d
+            if self.tbo:  # the other micro-batch's collectives of this layer still to run
+                c += sum(float(t.duration) for t in self.link_tasks.get((layer, 1 - mb), ())
+                         if not t.placed and t.name != "combine")
+        return LayerTiming(hbm_ready_ns=h, gpu_ready_ns=gpu, dispatch_ns=d, pim_ready_ns=pim,
+                           combine_ready_ns=c)
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st

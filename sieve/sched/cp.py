@@ -1,0 +1,175 @@
+"""Sieve with a critical-path estimate (``sieve-cp``): the seed's greedy, judged by the layer it
+runs in.
+
+The seed's Sieve (:mod:`sieve.sched.greedy`) minimises ``T_total = max(T_comm, T_GPU(G),
+T_PIM(S))``, one max over the layer's communication, all its GPU work and all its PIM work,
+as if they all overlapped the expert phase (seed §5: "highly fine-grained overlap"). In the
+simulated layer (seed Figure 8's graph) the projections, the router and attention end before
+the decision and the dispatch, the expert work and the combine follow one another; under
+two-batch overlap the other micro-batch's work shares the lanes. ``sieve-cp`` keeps everything
+else of the seed's method - the same sort by token count, the same single scan from all-on-PIM,
+the same stop at the first move that does not lower the estimate, the same runtime EMA cost
+table for PIM - and replaces ``T_total`` by the end of the layer's expert phase on its real
+dependency graph, from when each resource is free (:class:`~sieve.sched.partition.LayerTiming`,
+filled by the step simulator from its schedule at the decision):
+
+* GPU experts: their grouped GEMM streams its weights once the HBM lane is free,
+  ``E_G = max(h + k0 + max(bytes(G) / bw, FLOPs(G) / peak), max(g, d) + act_bytes(G) / bw)``:
+  the weights (``h``: HBM free) and the activations of tokens that arrive with the dispatch
+  (``d``) on a free compute lane (``g``); ``k0`` is its kernel launches' fixed time (two
+  grouped GEMMs, the GPU calibration's ``t0``), the rest the seed's roofline at the estimator's
+  rates;
+* PIM experts: ``E_P = max(p, d) + T_PIM(S)`` (after their tokens and a free PIM; ``T_PIM``
+  from the EMA table as the seed's, plus the program's once-paid GPU step);
+* ``T = max(C, E_G, E_P)``: the combine follows both, and cannot start before the link is
+  free for it (``C``: under two-batch overlap the other micro-batch's collectives queue on the
+  same link). On a plateau (``C`` dominates) the scan stops at its first non-decrease, i.e.
+  keeps the GPU free for the other micro-batch.
+
+``E_G`` never decreases and ``E_P`` never increases along the sorted prefixes, so ``T`` is
+quasi-convex along the scan and the first non-decrease is the best prefix: every split that is
+a prefix of the popularity order (all on PIM = AllExp, all on GPU = NoExp, Duplex's, the
+seed's Sieve's) is one this estimate rates no better (tests/test_sched_cp.py).
+
+Two implementations, decision for decision the same (tests): the compiled loop
+(``sieve.sched._greedy.sieve_cp_greedy``) and :func:`sieve_cp_reference` in Python.
+:func:`cp_estimate` rates any split the same way. Times are nanoseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sieve.sched.estimator import Estimator, GpuAffine
+from sieve.sched.partition import LayerLoad, LayerTiming, Partition
+
+try:
+    from sieve.sched import _greedy
+except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+    from sieve.errors import NotBuiltError
+
+    raise NotBuiltError(
+        "sieve's compiled scheduler loop (sieve.sched._greedy) is not built: run "
+        f"`pip install -e .` in the project root; cause: {exc}") from None
+
+__all__ = ["cp_estimate", "gpu_launch_ns", "sieve_cp", "sieve_cp_reference", "timing_of"]
+
+_NPAR = _greedy.Q_N
+
+
+def timing_of(load: LayerLoad) -> LayerTiming:
+    """The load's timing, or for a layer outside a step (no timing) PIM free after what
+    already occupies it (``pim_busy_ns``) and everything else at once."""
+    if load.timing is not None:
+        return load.timing
+    return LayerTiming(pim_ready_ns=load.pim_busy_ns)
+
+
+def gpu_launch_ns(est: Estimator) -> float:
+    """Fixed time of a non-empty grouped GEMM of GPU-side experts: its two kernels' ``t0``
+    (gate/up and down, :func:`sieve.hw.gpu.grouped_gemm_time_ns`) at the system's dtype."""
+    s = est.system
+    return 2.0 * s.gpu_calibration.t0_gemm_ns(s.gpu.run_dtype(s.dtype))
+
+
+def _affine(est: Estimator) -> GpuAffine:
+    aff = est.gpu_affine(())
+    if aff is None:  # a non-roofline cost model: take the seed's roofline at achievable rates
+        from sieve.hw.estimates import RooflineCostModel
+
+        aff = Estimator(RooflineCostModel(est.system, achievable=True), est.shape).gpu_affine(())
+    return aff
+
+
+def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> np.ndarray:
+    t = timing_of(load)
+    par = np.zeros(_NPAR)
+    par[_greedy.Q_W] = aff.w
+    par[_greedy.Q_A] = aff.a
+    par[_greedy.Q_F] = aff.f
+    par[_greedy.Q_BW] = aff.bytes_per_ns
+    par[_greedy.Q_PEAK] = aff.flops_per_ns
+    par[_greedy.Q_K0] = gpu_launch_ns(est)
+    par[_greedy.Q_H] = t.hbm_ready_ns
+    par[_greedy.Q_G] = t.gpu_ready_ns
+    par[_greedy.Q_D] = t.dispatch_ns
+    par[_greedy.Q_P] = t.pim_ready_ns
+    par[_greedy.Q_SLOPE] = est.table("tp").slope
+    par[_greedy.Q_FIXED] = est.pim_fixed_ns("tp")
+    par[_greedy.Q_C] = t.combine_ready_ns
+    return par
+
+
+def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
+          ) -> tuple[float, float]:
+    """(E_G, E_P) of a split (module docstring)."""
+    t = timing_of(load)
+    c = load.counts
+    gpu = (c > 0) & ~on_pim
+    n, tok = float(gpu.sum()), float(c[gpu].sum())
+    e_g = 0.0
+    if n:
+        t_gpu = gpu_launch_ns(est) + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
+                                         aff.f * tok / aff.flops_per_ns)
+        e_g = max(t.hbm_ready_ns + t_gpu,
+                  max(t.gpu_ready_ns, t.dispatch_ns) + aff.a * tok / aff.bytes_per_ns)
+    pim = (c > 0) & on_pim
+    e_p = 0.0
+    if pim.any():
+        e_p = (max(t.pim_ready_ns, t.dispatch_ns) + est.pim_fixed_ns("tp")
+               + float(est._pim_fast(np.where(pim, c, 0)).sum()))
+    return e_g, e_p
+
+
+def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray) -> float:
+    return max(timing_of(load).combine_ready_ns, *_ends(load, est, aff, on_pim))
+
+
+def cp_estimate(load: LayerLoad, est: Estimator, on_pim) -> float:
+    """The critical-path estimate ``max(C, E_G, E_P)`` of any TP split (``on_pim`` per local
+    expert), ns from the decision's end."""
+    mask = np.asarray(on_pim, dtype=bool) & (load.counts > 0)
+    return _total(load, est, _affine(est), mask)
+
+
+def sieve_cp_reference(load: LayerLoad, est: Estimator) -> tuple[np.ndarray, int]:
+    """The greedy in Python: ``(on_pim mask, candidate moves evaluated)``; the compiled loop's
+    arithmetic in the same order."""
+    aff = _affine(est)
+    counts = load.counts
+    active = np.flatnonzero(counts)
+    order = active[np.argsort(-counts[active], kind="stable")]
+    on_pim = counts > 0
+    t_cur = _total(load, est, aff, on_pim)
+    steps = 0
+    for e in order.tolist():
+        trial = on_pim.copy()
+        trial[e] = False
+        t_new = _total(load, est, aff, trial)
+        steps += 1
+        if t_new < t_cur:
+            on_pim, t_cur = trial, t_new
+        else:
+            break
+    return on_pim, steps
+
+
+def sieve_cp(load: LayerLoad, est: Estimator) -> Partition:
+    """The critical-path Sieve's partition of one layer (module docstring)."""
+    aff = _affine(est)
+    par = _params(load, est, aff)
+    table = est.table("tp")
+    values = table.values
+    if est.pim_source == "roofline":  # the estimator never updates: slope only
+        values = np.arange(values.size, dtype=np.float64) * table.slope
+    elif est.pim_source == "model":
+        on_pim, steps = sieve_cp_reference(load, est)
+        e_g, e_p = _ends(load, est, aff, on_pim)
+        return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
+                                  e_g, e_p, steps)
+    on_pim = np.empty(load.counts.size, dtype=np.int8)
+    if _greedy.sieve_cp_greedy(load.counts, values, on_pim, par) < 0:
+        raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")
+    return Partition._trusted("sieve-cp", load.counts, on_pim.view(bool), est.pim_order, "tp",
+                              0.0, float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP]),
+                              int(par[_greedy.Q_STEPS]))
