@@ -1,12 +1,14 @@
 """Speed of one scheduling decision, called from Python (issue 9: Sieve <= 10 us for 256
-activated experts, <= 25 us for 512; the seed reports ~20 us on a B200 GPU).
+activated experts, <= 25 us for 512; issue 15: sieve-cp <= 10 us for 256; the seed reports
+~20 us on a B200 GPU).
 
 One line per (method, activated experts): the median and the 10th/90th percentile of single
 decisions in microseconds, and the ratio to ``noexp`` (a method that only builds its
 partition and estimates: the framework's own cost) measured in the same run. Every expert is
 activated with 1-8 tokens (seeded), PIM holds 10 us of attention and the layer 5 us of
 communication, under the seed's roofline estimator for gpt-oss-120b's expert shape on 4xb200
-(the shape does not change the work of the algorithm).
+(the shape does not change the work of the algorithm); sieve-cp also gets the layer's timing
+(HBM free after 3 us, the dispatch after 20 us, PIM after 10 us), as a step gives it.
 
     python benchmarks/bench_scheduler.py [--repeat 2000] [--experts 64,128,256,512]
 """
@@ -23,7 +25,7 @@ from sieve import hw
 from sieve.hw.cost import ExpertShape, Gemm
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import SCHEDULERS
-from sieve.sched.partition import LayerLoad
+from sieve.sched.partition import LayerLoad, LayerTiming
 
 
 def _median_us(fn, repeat: int) -> tuple[float, float, float]:
@@ -54,10 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     for n in (int(x) for x in args.experts.split(",")):
         counts = rng.integers(1, 9, n)
         fixed = (Gemm(64, 5120, 2880),)
-        load = LayerLoad(counts, shape, pim_busy_ns=1e4, comm_ns=5e3, gpu_fixed=fixed)
+        load = LayerLoad(counts, shape, pim_busy_ns=1e4, comm_ns=5e3, gpu_fixed=fixed,
+                         timing=LayerTiming(hbm_ready_ns=3e3, dispatch_ns=2e4,
+                                            pim_ready_ns=1e4, combine_ready_ns=2e4))
         base = None
-        for name in ("noexp", "sieve", "sieve-noattn", "sieve-roofline", "allexp", "duplex",
-                     "pimoe"):
+        for name in ("noexp", "sieve", "sieve-cp", "sieve-noattn", "sieve-roofline", "allexp",
+                     "duplex", "pimoe"):
             m = SCHEDULERS[name]
             est = Estimator(cost, shape, pim=m.pim_source or "ema")
             med, p10, p90 = _median_us(lambda m=m, est=est, ld=load: m(ld, est), args.repeat)

@@ -219,14 +219,25 @@ def test_paper_points_cover_figures_9_to_11():
     from sieve.sched.methods import METHODS_MAIN
     from sieve.system import setups
 
+    from sieve.workload.batch import prefill_cap
+
     pts = paper_points(METHODS_MAIN, steps=1, warmup=1, layers=4)
     fig9 = [p for p in pts if not p.config.colocated]
-    assert len(fig9) == len(setups.FIG9) * len(METHODS_MAIN) * len(setups.FIG9_BATCHES)
-    assert {(p.config.model, p.config.system) for p in fig9} == {
-        (s.model, s.system) for s in setups.FIG9.values()}
+    assert len(fig9) == (len(setups.FIG9) * len(setups.FIG9_WORKLOADS) * len(METHODS_MAIN)
+                         * len(setups.FIG9_BATCHES))
+    assert {(p.config.model, p.config.system, p.config.workload) for p in fig9} == {
+        (s.model, s.system, w) for s in setups.FIG9.values() for w in ("hh-rlhf", "math-500")}
     chans = [p for p in pts if p.channels]
     assert {p.config.method for p in chans} == {"sieve", "pimoe"}
-    assert all(p.config.batch == setups.FIG10_BATCH for p in chans)
+    assert all(p.config.batch == setups.FIG10_BATCH and p.config.workload == "hh-rlhf"
+               for p in chans)
     colo = [p for p in pts if p.config.colocated]
     assert {p.config.model for p in colo} == {setups.FIG11.model}
     assert sorted({p.config.batch for p in colo}) == list(setups.FIG11_BATCHES)
+    # the drawn case and the seed's stress case: exactly 2 prefills for B <= 32, 8 for B >= 64
+    drawn = [p for p in colo if p.config.n_prefill is None]
+    stress = [p for p in colo if p.config.n_prefill is not None]
+    assert len(drawn) == len(stress) == len(METHODS_MAIN) * len(setups.FIG11_BATCHES)
+    assert {(p.config.batch, p.config.n_prefill) for p in stress} == {
+        (b, 2 if b <= 32 else 8) for b in setups.FIG11_BATCHES}
+    assert all(p.config.n_prefill == prefill_cap(p.config.batch) for p in stress)

@@ -558,21 +558,28 @@ def paper_experiment(methods: Sequence[str], **run_kw) -> ExperimentConfig:
     :func:`sieve.experiments.points.paper_points`)."""
     from sieve.system import setups
 
+    from sieve.workload.batch import prefill_cap
+
     runs: list[dict[str, Any]] = [
-        {"model": s.model, "system": s.system, "grid": {"batch": list(setups.FIG9_BATCHES)}}
-        for s in setups.FIG9.values()]
+        {"model": s.model, "system": s.system, "workload": w,
+         "grid": {"batch": list(setups.FIG9_BATCHES)}}
+        for s in setups.FIG9.values() for w in setups.FIG9_WORKLOADS]
     s = setups.FIG11
     runs.append({"model": s.model, "system": s.system, "colocated": True,
                  "grid": {"batch": list(setups.FIG11_BATCHES)}})
+    runs += [{"model": s.model, "system": s.system, "colocated": True, "batch": b,
+              "n_prefill": prefill_cap(b)} for b in setups.FIG11_BATCHES]
     mid = sorted(setups.FIG9_BATCHES)[len(setups.FIG9_BATCHES) // 2]
     return ExperimentConfig.from_dict({
         "name": "sieve run --paper", "base": _given(run_kw), "grid": {"method": list(methods)},
         "runs": runs,
         "record": {
             "timeline": [{"model": setups.MAIN.model, "system": setups.MAIN.system,
-                          "method": "sieve", "batch": mid, "colocated": False}],
+                          "method": "sieve", "batch": mid, "colocated": False,
+                          "workload": setups.FIG9_WORKLOADS[0]}],
             "channels": [{"model": setups.FIG10.model, "system": setups.FIG10.system,
-                          "method": m, "batch": setups.FIG10_BATCH, "colocated": False}
+                          "method": m, "batch": setups.FIG10_BATCH, "colocated": False,
+                          "workload": setups.FIG9_WORKLOADS[0]}
                          for m in ("sieve", "pimoe")]},
     }, "sieve run --paper")
 

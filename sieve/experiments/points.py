@@ -104,18 +104,28 @@ def sweep_points(model: str, system: str, methods: Sequence[str], batches: Seque
 
 
 def paper_points(methods: Sequence[str], **run_kw) -> list[Point]:
-    """Seed Figures 9-11 in full: each Figure 9 setup over B = 1..256, Figure 10's channels
-    (Sieve and PIMoE on GPT-OSS at B = 64), Figure 11's colocated batches on Qwen3."""
+    """Seed Figures 9-11 in full: each Figure 9 setup over B = 1..256 on both datasets
+    (HH-RLHF, MATH-500), Figure 10's channels (Sieve and PIMoE on GPT-OSS at B = 64, HH-RLHF),
+    Figure 11's colocated batches on Qwen3, drawn and stress (sieve.system.setups)."""
     from sieve.system import setups
+    from sieve.workload.batch import prefill_cap
 
     pts: list[Point] = []
+    run_kw = dict(run_kw)
+    coloc_kw = {"workload": run_kw.pop("workload")} if "workload" in run_kw else {}
     for s in setups.FIG9.values():
-        pts += sweep_points(s.model, s.system, methods, setups.FIG9_BATCHES,
-                            timeline_method="sieve" if s == setups.MAIN else None,
-                            channel_batch=setups.FIG10_BATCH if s == setups.FIG10 else None,
-                            **run_kw)
+        for w in setups.FIG9_WORKLOADS:
+            main = w == setups.FIG9_WORKLOADS[0]
+            pts += sweep_points(s.model, s.system, methods, setups.FIG9_BATCHES,
+                                timeline_method="sieve" if s == setups.MAIN and main else None,
+                                channel_batch=(setups.FIG10_BATCH if s == setups.FIG10 and main
+                                               else None),
+                                workload=w, **run_kw)
     s = setups.FIG11
     pts += [Point(RunConfig(model=s.model, system=s.system, method=m, batch=b,
-                            colocated=True, **run_kw))
+                            colocated=True, **run_kw, **coloc_kw))
             for m in methods for b in setups.FIG11_BATCHES]
+    pts += [Point(RunConfig(model=s.model, system=s.system, method=m, batch=b,
+                            colocated=True, n_prefill=prefill_cap(b), **run_kw, **coloc_kw))
+            for b in setups.FIG11_BATCHES for m in methods]
     return pts

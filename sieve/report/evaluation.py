@@ -117,12 +117,17 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
             print(f"sieve: note: {stem} not drawn: {exc}", file=sys.stderr)
 
     decode = [r for r in runs if not r["colocated"]]
-    groups = sorted({(r["model"], r["system"]) for r in decode})
-    models = {m for m, _ in groups}
-    for model, system in groups:
-        rows = [r for r in decode if (r["model"], r["system"]) == (model, system)]
+    groups = sorted({(r["model"], r["system"], r.get("workload") or "") for r in decode})
+    models = {m for m, _, _ in groups}
+    pairs = {(m, s) for m, s, _ in groups}
+    for model, system, workload in groups:
+        rows = [r for r in decode
+                if (r["model"], r["system"], r.get("workload") or "") == (model, system,
+                                                                          workload)]
         stem = "fig9_pareto" + ("" if len(groups) == 1 else f"_{model}" if len(models) ==
-                                len(groups) else f"_{model}_{system}")
+                                len(pairs) else f"_{model}_{system}")
+        if len(pairs) < len(groups):  # several workloads of one model and system
+            stem += f"_{workload}"
         if lenient and len({(r["method"], r["batch"]) for r in rows}) < len(rows):
             print(f"sieve: note: {stem} not drawn: several runs per method and batch size "
                   "(seeds, workloads or options); plot them from runs.csv", file=sys.stderr)
@@ -130,8 +135,15 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
         draw(stem, lambda rows=rows, model=model: figures.plot_pareto(rows, model))
     if channels:
         draw("fig10_pim_channels", lambda: figures.plot_pim_channels(channels))
-    if any(r["colocated"] for r in runs):
-        draw("fig11_colocated", lambda: figures.plot_colocated(runs, colocated_model))
+    # Figure 11 per colocated case: prefill requests drawn (n_prefill empty) or given (the
+    # paper's stress case gives the seed's cap); one figure when only one case ran
+    coloc = [r for r in runs if r["colocated"]]
+    drawn = [r for r in coloc if r.get("n_prefill") in (None, "")]
+    given = [r for r in coloc if r.get("n_prefill") not in (None, "")]
+    for stem, rows in (("fig11_colocated", drawn), ("fig11_colocated_stress", given)):
+        if rows:
+            stem = stem if drawn and given else "fig11_colocated"
+            draw(stem, lambda rows=rows: figures.plot_colocated(rows, colocated_model))
     if timeline:
         first = timeline[0]
         sel = [t for t in timeline if (t["model"], t["method"], t["batch"]) ==

@@ -27,12 +27,13 @@ __all__ = ["METHOD_STYLE", "figure_bytes", "plot_colocated", "plot_pareto",
 METHOD_STYLE = {
     "gpu-only": ("#7f7f7f", "x"), "noexp": ("#1f77b4", "s"), "allexp": ("#ff7f0e", "^"),
     "pimoe": ("#2ca02c", "D"), "duplex": ("#9467bd", "v"), "sieve": ("#d62728", "o"),
+    "sieve-cp": ("#000000", "P"),
     "sieve-noattn": ("#e377c2", "o"), "sieve-nocomm": ("#bcbd22", "o"),
     "sieve-roofline": ("#17becf", "o"), "sieve-nofixed": ("#ff9896", "o"),
     "optimal": ("#8c564b", "*"),
 }
 METHOD_LABEL = {"gpu-only": "GPU-only", "noexp": "NoExp", "allexp": "AllExp",
-                "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve"}
+                "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve", "sieve-cp": "Sieve-CP"}
 LANES = ("link", "gpu", "hbm", "pim")
 LANE_LABEL = {"link": "link", "gpu": "GPU compute", "hbm": "HBM (weights)", "pim": "PIM"}
 TASK_COLOR = {
@@ -117,9 +118,11 @@ def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
                                                 r["throughput_tok_s_gpu"]), fontsize=6,
                             xytext=(3, 3), textcoords="offset points")
     system = rows[0].get("system", "")
+    workload = rows[0].get("workload", "")
     ax.set_xlabel("Interactivity (tokens/s/user)")
     ax.set_ylabel("Throughput (tokens/s/GPU)")
-    ax.set_title(f"{model} on {system}" if system else model, fontsize=10)
+    title = f"{model} on {system}" if system else model
+    ax.set_title(title + (f", {workload}" if workload else ""), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -204,7 +207,17 @@ def plot_colocated(rows: Sequence[dict], model: str | None = None, *, ax=None):
     ax.set_xticks(x, [str(b) for b in batches])
     ax.set_xlabel("Batch size B (requests; colocated prefill + decode)")
     ax.set_ylabel("Throughput relative to NoExp")
-    ax.set_title(f"{model}, colocated prefill + decode", fontsize=10)
+    from sieve.workload.batch import prefill_cap
+
+    given = [r for r in rows if r.get("n_prefill") not in (None, "")]
+    if not given:
+        case = "prefills drawn, up to 2 (B <= 32) / 8 (B >= 64)"
+    elif all(r["n_prefill"] == prefill_cap(int(r["batch"])) for r in given):
+        case = "stress: 2 prefills (B <= 32) / 8 (B >= 64)"
+    else:
+        case = "given prefill counts"
+    ax.set_title(f"{model} on {rows[0].get('system', '')}, colocated prefill + decode ({case})",
+                 fontsize=9)
     ax.legend(fontsize=8, ncol=3, loc="upper center")
     return fig
 

@@ -81,23 +81,32 @@ def _affine(est: Estimator) -> GpuAffine:
     return aff
 
 
+_STATIC = np.array([_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK,
+                    _greedy.Q_K0, _greedy.Q_SLOPE])
+
+
 def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> np.ndarray:
-    t = timing_of(load)
-    par = np.zeros(_NPAR)
-    par[_greedy.Q_W] = aff.w
-    par[_greedy.Q_A] = aff.a
-    par[_greedy.Q_F] = aff.f
-    par[_greedy.Q_BW] = aff.bytes_per_ns
-    par[_greedy.Q_PEAK] = aff.flops_per_ns
-    par[_greedy.Q_K0] = gpu_launch_ns(est)
-    par[_greedy.Q_H] = t.hbm_ready_ns
-    par[_greedy.Q_G] = t.gpu_ready_ns
-    par[_greedy.Q_D] = t.dispatch_ns
-    par[_greedy.Q_P] = t.pim_ready_ns
-    par[_greedy.Q_SLOPE] = est.table("tp").slope
-    par[_greedy.Q_FIXED] = est.pim_fixed_ns("tp")
-    par[_greedy.Q_C] = t.combine_ready_ns
+    """The compiled loop's parameter buffer, one per estimator (its GPU form, launch time and
+    PIM slope written once), with this layer's timing and the PIM fixed time."""
+    cached = est.__dict__.get("_cp_par")
+    if cached is None or cached[0] is not aff:
+        par = np.zeros(_NPAR)
+        par[_STATIC] = (aff.w, aff.a, aff.f, aff.bytes_per_ns, aff.flops_per_ns,
+                        gpu_launch_ns(est), est.table("tp").slope)
+        cached = est.__dict__["_cp_par"] = (aff, par)
+    par = cached[1]
+    t = load.timing if load.timing is not None else timing_of(load)
+    par[_QH] = t.hbm_ready_ns
+    par[_QG] = t.gpu_ready_ns
+    par[_QD] = t.dispatch_ns
+    par[_QP] = t.pim_ready_ns
+    par[_QC] = t.combine_ready_ns
+    par[_QF] = est.pim_fixed_ns("tp")
     return par
+
+
+_QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
+                                _greedy.Q_C, _greedy.Q_FIXED)
 
 
 def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
@@ -156,17 +165,20 @@ def sieve_cp_reference(load: LayerLoad, est: Estimator) -> tuple[np.ndarray, int
 
 def sieve_cp(load: LayerLoad, est: Estimator) -> Partition:
     """The critical-path Sieve's partition of one layer (module docstring)."""
-    aff = _affine(est)
-    par = _params(load, est, aff)
-    table = est.table("tp")
-    values = table.values
-    if est.pim_source == "roofline":  # the estimator never updates: slope only
-        values = np.arange(values.size, dtype=np.float64) * table.slope
-    elif est.pim_source == "model":
+    aff = est.gpu_affine(())
+    if aff is None:
+        aff = _affine(est)
+    src = est.pim_source
+    if src == "model":
         on_pim, steps = sieve_cp_reference(load, est)
         e_g, e_p = _ends(load, est, aff, on_pim)
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
                                   e_g, e_p, steps)
+    par = _params(load, est, aff)
+    table = est.table("tp")
+    values = table.values
+    if src == "roofline":  # the estimator never updates: slope only
+        values = np.arange(values.size, dtype=np.float64) * table.slope
     on_pim = np.empty(load.counts.size, dtype=np.int8)
     if _greedy.sieve_cp_greedy(load.counts, values, on_pim, par) < 0:
         raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")

@@ -49,7 +49,8 @@ __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_
 
 #: Columns of a run row, in table order.
 RUN_COLUMNS = (
-    "model", "system", "n_gpus", "method", "batch", "workload", "colocated", "seed",
+    "model", "system", "n_gpus", "method", "batch", "workload", "colocated", "n_prefill",
+    "seed",
     "parallel", "microbatches", "overlap", "pim_order", "estimator", "steps", "warmup",
     "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
     "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
@@ -299,6 +300,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
     return {
         "model": model.name, "system": system.name, "n_gpus": n, "method": cfg.method,
         "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
+        "n_prefill": cfg.n_prefill,
         "seed": cfg.seed, "parallel": cfg.parallel, "microbatches": cfg.microbatches,
         "overlap": cfg.overlap,
         "pim_order": cfg.pim_order, "estimator": cfg.estimator, "steps": cfg.steps,

@@ -10,8 +10,8 @@ This module holds names only; they are resolved by the run.
 
 from __future__ import annotations
 
-__all__ = ["FIG9", "FIG9_BATCHES", "FIG10", "FIG10_BATCH", "FIG11", "FIG11_BATCHES", "MAIN",
-           "MAIN_BATCHES", "Setup"]
+__all__ = ["FIG9", "FIG9_BATCHES", "FIG9_WORKLOADS", "FIG10", "FIG10_BATCH", "FIG11",
+           "FIG11_BATCHES", "FIG11_CASES", "MAIN", "MAIN_BATCHES", "Setup"]
 
 from dataclasses import dataclass
 
@@ -32,12 +32,20 @@ FIG9: dict[str, Setup] = {
 }
 #: Seed Figure 9's batch range ("B up to 256").
 FIG9_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Seed §7 "Datasets": "real-world request traces from the HH-RLHF ... and MATH-500 datasets"
+#: (here their length profiles, sieve.workload.profiles).
+FIG9_WORKLOADS = ("hh-rlhf", "math-500")
 #: Seed Figure 10: PIM channel utilisation, Sieve (TP over channels) against PIMoE (EP).
 FIG10 = Setup("gpt-oss-120b", "4xb200")
 FIG10_BATCH = 64
 #: Seed §7.3 / Figure 11: colocated prefill+decode "in Qwen3".
 FIG11 = Setup("qwen3-30b-a3b", "1xb200")
 FIG11_BATCHES = (8, 16, 32, 64, 128, 256)
+#: Figure 11's two colocated cases: "drawn" (prefill requests drawn from 1 .. the seed's cap,
+#: "up to" two or eight) and "stress" (exactly the cap: "extreme cases with up to eight
+#: prefill-phase requests per batch for B >= 64, and up to two ... for B <= 32", every prompt
+#: >= 1024 tokens; sieve.workload.batch.prefill_cap).
+FIG11_CASES = ("drawn", "stress")
 #: The README's main job: the GPT-OSS setup, every method, three batch sizes.
 MAIN = Setup("gpt-oss-120b", "4xb200")
 MAIN_BATCHES = (4, 16, 64)
