@@ -483,6 +483,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     methods = (list(METHODS_MAIN) if args.methods == "all" else
                [get_method(m).name for m in _split_list(args.methods, "--methods")])
     kw = _run_kw(args)
+    if args.pim is not None:  # another PIM design on the same GPUs
+        from sieve.dram.presets import get_spec
+
+        get_spec(args.pim)  # one line naming the known presets if it is not one
+        kw["system_overrides"] = {"memory": args.pim}
     if args.paper and args.colocated:
         raise ConfigError("sieve run: --colocated with --paper: --paper already runs the "
                           "colocated batches (Figure 11); give one of them")
@@ -513,13 +518,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _print_rows(runs) -> None:
     cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
             "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
+    wl = len({r["workload"] for r in runs}) > 1
     print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
-          f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}")
+          f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}"
+          + ("  workload" if wl else ""))
     for r in runs:
         v = [r[c] for c in cols]
+        case = ""
+        if r["colocated"]:
+            case = "  colocated" + ("" if r.get("n_prefill") in (None, "")
+                                    else f" ({r['n_prefill']} prefill)")
         print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
               f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}%"
-              + ("  colocated" if r["colocated"] else ""))
+              + (f"  {r['workload']}" if wl else "") + case)
 
 
 def _field_value(name: str, text: str, flag: str):
@@ -922,7 +933,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(gpu-only, noexp, allexp, pimoe, duplex, sieve)")
     p.add_argument("--batch", default=None, help="comma-separated batch sizes (default 4,16,64)")
     p.add_argument("--paper", action="store_true", help="seed Figures 9-11 in full (three "
-                   "models, B = 1..256, colocated batches)")
+                   "models, B = 1..256, HH-RLHF and MATH-500, colocated batches drawn and "
+                   "stress)")
+    p.add_argument("--pim", default=None, metavar="PRESET", help="PIM design of the GPUs' "
+                   "stacks: a DRAM/PIM preset (sieve specs) or spec file, e.g. "
+                   "duplex-logic-pim (default: the system's, b200-hbm3e-pim on B200)")
     p.add_argument("--colocated", action="store_true", help="colocated prefill+decode batches "
                    "(seed Figure 11; default model and system qwen3-30b-a3b on 1xb200, "
                    "B = 8..256) instead of decode-only ones")

@@ -50,3 +50,21 @@ def test_gemv(capsys):
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["cycle_accurate_over_roofline"] >= 1.0 and d["pcs"] == 64
+
+
+def test_run_with_another_pim_design(tmp_path, capsys):
+    """--pim puts another DRAM/PIM preset on the same GPUs; runs.csv names it; an unknown one
+    is refused in one line before any work."""
+    from sieve.report.tables import read_csv
+
+    out = tmp_path / "o"
+    assert main(["run", "--pim", "duplex-logic-pim", "--batch", "4", "--methods", "noexp",
+                 "--layers", "1", "--steps", "1", "--warmup", "0", "--jobs", "1",
+                 "--out", str(out)]) == 0
+    rows = read_csv(out / "runs.csv")
+    assert [r["memory"] for r in rows] == ["duplex-logic-pim"]
+    capsys.readouterr()
+    assert main(["run", "--pim", "nope-pim", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "duplex-logic-pim" in err[0]
+    assert not (tmp_path / "x").exists()

@@ -49,8 +49,8 @@ __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_
 
 #: Columns of a run row, in table order.
 RUN_COLUMNS = (
-    "model", "system", "n_gpus", "method", "batch", "workload", "colocated", "n_prefill",
-    "seed",
+    "model", "system", "n_gpus", "memory", "method", "batch", "workload", "colocated",
+    "n_prefill", "seed",
     "parallel", "microbatches", "overlap", "pim_order", "estimator", "steps", "warmup",
     "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
     "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
@@ -298,7 +298,9 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
     tok_pim = sum(p["tokens_pim"] for p in parts)
     tok_all = sum(p["tokens_pim"] + p["tokens_gpu"] for p in parts)
     return {
-        "model": model.name, "system": system.name, "n_gpus": n, "method": cfg.method,
+        "model": model.name, "system": system.name, "n_gpus": n,
+        "memory": system.memory.name,  # the resolved DRAM/PIM preset of the stacks
+        "method": cfg.method,
         "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
         "n_prefill": cfg.n_prefill,
         "seed": cfg.seed, "parallel": cfg.parallel, "microbatches": cfg.microbatches,
