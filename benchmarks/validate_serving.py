@@ -167,9 +167,9 @@ def tp_table() -> list[str]:
                      f"{' / '.join(f'{x:.2f}' for x in sim)} ms, measured (vLLM) "
                      f"{' / '.join(f'{x:.2f}' for x in meas)} ms: "
                      f"{'the same order' if same else 'a different order'}")
+    h200, b200 = MEASURED_TP[("h200", "vLLM")], MEASURED_TP[("b200", "vLLM")]
     ratio = [f"TP{tp}: simulated {sims[('h200', tp, 4)] / sims[('b200', tp, 4)]:.2f}, "
-             f"measured {MEASURED_TP[('h200', 'vLLM')][(tp, 4)] / MEASURED_TP[('b200', 'vLLM')][(tp, 4)]:.2f}"
-             for tp in (1, 2, 4, 8)]
+             f"measured {h200[(tp, 4)] / b200[(tp, 4)]:.2f}" for tp in (1, 2, 4, 8)]
     return ["### Tensor-parallel size and GPU", "",
             "The same model at TP1, TP2, TP4 and TP8 on B200 and H200 (ISL/OSL 1k/1k, decode "
             "steps, InferenceX's launch per GPU: B200 MXFP4 x MXFP8 and FP8 KV, H200 Marlin "

@@ -519,6 +519,12 @@ def _print_rows(runs) -> None:
     cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
             "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
     wl = len({r["workload"] for r in runs}) > 1
+    setups = sorted({(r["system"], r["memory"], r["overlap"], int(r["microbatches"]))
+                     for r in runs})
+    for system, memory, overlap, mbs in setups:  # which PIM design and execution mode ran
+        mode = ("two-batch overlap" if overlap == "tbo" else
+                "2 interleaved micro-batches" if mbs == 2 else "sequential")
+        print(f"# {system}: PIM preset {memory}, execution mode {mode}")
     print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
           f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}"
           + ("  workload" if wl else ""))

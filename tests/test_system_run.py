@@ -218,7 +218,6 @@ def test_paper_points_cover_figures_9_to_11():
     from sieve.experiments.points import paper_points
     from sieve.sched.methods import METHODS_MAIN
     from sieve.system import setups
-
     from sieve.workload.batch import prefill_cap
 
     pts = paper_points(METHODS_MAIN, steps=1, warmup=1, layers=4)

@@ -339,7 +339,8 @@ def _duplex_logic_pim() -> DramSpec:
         org=base.org, timing=timing, bus_ck=base.bus_ck, pim=pim,
         sources={
             "timing": "AttAcc HBM3_5.2Gbps (attacc_simulator HBM3-PIM.cpp:32-36), repeated in "
-                      "LLMSimulator patch/ramulator2_pim.patch:2769; nRFC 350 ns (tRFC table, 8 Gb)",
+                      "LLMSimulator patch/ramulator2_pim.patch:2769; nRFC 350 ns (tRFC table, "
+                      "8 Gb)",
             "org": "Duplex 6_experimental_setup.tex:6 (16 GB 8-Hi = two ranks per stack, 80 GB "
                    "per device = 5 stacks); LLMSimulator memory_config.h (32 channels = 16 x 2 "
                    "PC, 2 ranks, 4 BG x 4, 16384 rows, 32 cols x 32 B)",

@@ -557,7 +557,6 @@ def paper_experiment(methods: Sequence[str], **run_kw) -> ExperimentConfig:
     """``sieve run --paper``: seed Figures 9-11 in full (the same points as
     :func:`sieve.experiments.points.paper_points`)."""
     from sieve.system import setups
-
     from sieve.workload.batch import prefill_cap
 
     runs: list[dict[str, Any]] = [

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from sieve.errors import ConfigError, choices, lookup
+from sieve.errors import ConfigError, lookup
 from sieve.validate import override_fields
 
 __all__ = [

@@ -424,8 +424,8 @@ DEFAULT_SYSTEM = "8xb200"
 def get_system(name: str | Path | SystemConfig, overrides: Mapping[str, Any] | None = None
                ) -> SystemConfig:
     """Return a system preset (``1xb200``, ``2xb200``, ``4xb200``, ``8xb200``, ``16xb200``,
-    ``1xh200`` .. ``8xh200``, ``8xh100``), a system file (``.json``/``.toml``) or the config itself, optionally with
-    overrides (see :meth:`SystemConfig.override`)."""
+    ``1xh200`` .. ``8xh200``, ``8xh100``), a system file (``.json``/``.toml``) or the config
+    itself, optionally with overrides (see :meth:`SystemConfig.override`)."""
     if isinstance(name, SystemConfig):
         system = name
     elif isinstance(name, (str, Path)) and str(name).lower().endswith((".json", ".toml")):

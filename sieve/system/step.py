@@ -85,8 +85,8 @@ from sieve.system.ops import (
 )
 from sieve.workload.trace import DECODE, PREFILL
 
-__all__ = ["DEFAULT_SCHEDULER_NS", "OVERLAP_MODES", "StepBatch", "StepOptions", "StepResult", "SystemState",
-           "simulate_step"]
+__all__ = ["DEFAULT_SCHEDULER_NS", "OVERLAP_MODES", "StepBatch", "StepOptions", "StepResult",
+           "SystemState", "simulate_step"]
 
 #: Decision time charged per layer and GPU to the methods that decide at run time (sieve,
 #: pimoe, duplex and the Sieve ablations): the seed reports ~20 us for the Sieve scheduler on a
