@@ -18,10 +18,42 @@ __all__ = ["build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (exit code 2), like every other sieve error."""
+    """argparse with one-line usage errors (exit code 2), like every other sieve error; no
+    abbreviated options (``--method`` is not ``--methods``); an unknown option names the closest
+    valid one of its subcommand and points at that subcommand's help."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._subparsers_by_name: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str):
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:  # an unknown subcommand or choice: name the closest
+            import difflib
+
+            valid = re.findall(r"'([^']*)'", m.group(2))
+            close = difflib.get_close_matches(m.group(1), valid, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = self._subparsers_by_name.get(getattr(ns, "command", None) or "", self)
+            bad = extra[0]
+            flag = bad.split("=", 1)[0]
+            hint = ""
+            if flag.startswith("-"):
+                import difflib
+
+                opts = [o for a in sub._actions for o in a.option_strings]
+                close = difflib.get_close_matches(flag, opts, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+            what = "argument" if len(extra) == 1 else "arguments"
+            sub.error(f"unrecognized {what}: {' '.join(extra)}{hint}")
+        return ns
 
 
 def _int_type(lo: int | None = None, hi: int | None = None, what: str = ""):
@@ -779,6 +811,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _add_parser = sub.add_parser
+
+    def add_parser(name, **kw):  # remember every subcommand's parser (unknown-option hints)
+        sp = _add_parser(name, **kw)
+        parser._subparsers_by_name[name] = sp
+        return sp
+
+    sub.add_parser = add_parser
 
     p = sub.add_parser("specs", help="list DRAM/PIM presets, or show one with units")
     p.add_argument("name", nargs="?", help="preset name or .json/.toml spec file")

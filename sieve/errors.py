@@ -71,4 +71,13 @@ def lookup(table: Mapping[str, T], name: str, what: str) -> T:
     key = name.strip().lower()
     if key in table:
         return table[key]
-    raise ConfigError(f"{what} {name!r}: unknown (known: {choices(table)})")
+    raise ConfigError(f"{what} {name!r}: unknown{did_you_mean(key, table)} (known: "
+                      f"{choices(table)})")
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """``" (did you mean X?)"`` for the closest of ``names`` (difflib ratio >= 0.6), or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -285,7 +285,7 @@ ROWS = [
     (["dram", "--requests", str(10**13)], "synthetic trace of 10000000000000 requests: needs"),
     (["dram", "--page", "half"], "argument --page: invalid choice"),
     (["dram", "--pattern", "zipf"], "argument --pattern: invalid choice"),
-    (["dram", "--nosuchflag"], "unrecognized arguments: --nosuchflag"),
+    (["dram", "--nosuchflag"], "unrecognized argument: --nosuchflag"),
     # ---- dram: trace files ---------------------------------------------------------------
     (["dram", "--trace", "{F}/t_underscore.trace"], "line 1: field 2 (address) is not a num"),
     (["dram", "--trace", "{F}/t_underscore_dec.trace"], "line 2: field 2 (address)"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sieve.cli import main
 
 
@@ -68,3 +70,22 @@ def test_run_with_another_pim_design(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "duplex-logic-pim" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("argv,hint", (
+    (["run", "--batchs", "4"], "did you mean --batch?"),
+    (["run", "--method", "sieve"], "did you mean --methods?"),  # no abbreviations
+    (["runn"], "did you mean 'run'?"),
+    (["run", "--overlap", "tb"], "did you mean 'tbo'?"),
+    (["specs", "b200-hbm3e-pin"], "did you mean 'b200-hbm3e-pim'?"),
+    (["run", "--methods", "siev", "--out", "never"], "did you mean 'sieve'?"),
+))
+def test_unknown_names_and_flags_suggest_the_closest(argv, hint, capsys, tmp_path,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and hint in err[0]
+    if argv[0] == "run" and argv[1].startswith("--") and "did you mean --" in hint:
+        assert "(see sieve run --help)" in err[0]  # the subcommand's help, not the top level
+    assert not (tmp_path / "never").exists()

@@ -424,7 +424,7 @@ class _Builder:
         wbytes = sum(weight_bytes(op, self.dtype) for op in ops)
         shared = self._shared_bytes((g, layer, name) if share else None, mb, wbytes, experts)
         if shared:  # the kernel streams only the weights it does not find on chip
-            total -= shared / self.load_bytes_per_ns
+            total = max(total - shared / self.load_bytes_per_ns, 0.0)
             wbytes -= shared
         t_load = min(wbytes / self.load_bytes_per_ns, total)
         s = self.sched
