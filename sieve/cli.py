@@ -743,10 +743,31 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     model = args.model or setups.MAIN.model
     system = args.system or (setups.FIG9[model].system if model in setups.FIG9 else
                              setups.MAIN.system)
-    cfg = RunConfig(model=model, system=system, method=args.method, batch=args.batch,
-                    **_run_kw(args))
+    kw = _run_kw(args)
+    if args.pim is not None:
+        from sieve.dram.presets import get_spec
+
+        get_spec(args.pim)
+        kw["system_overrides"] = {"memory": args.pim}
+    cfg = RunConfig(model=model, system=system, method=args.method, batch=args.batch, **kw)
+    # what to draw, checked before any work: a GPU of the system, a measured step, a layer
+    n_gpus = cfg.resolve_system().n_gpus
+    if args.gpu >= n_gpus:
+        raise ConfigError(f"sieve timeline: --gpu {args.gpu}: the system {system!r} has GPUs "
+                          f"0..{n_gpus - 1}")
+    if args.step >= cfg.steps:
+        raise ConfigError(f"sieve timeline: --step {args.step}: the run measures steps "
+                          f"0..{cfg.steps - 1} (--steps {cfg.steps})")
+    layers = None if args.layer is None else ("all" if args.layer == "all" else
+                                              [_int_type(0, 10 ** 6)(args.layer)])
     ev = evaluate([Point(cfg, timeline=True, channels=True)])
-    for p in write_evaluation(ev, args.out, command="timeline"):
+    if isinstance(layers, list) and not any(t["layer"] == layers[0] for t in ev.timeline):
+        have = sorted({t["layer"] for t in ev.timeline if t["layer"] >= 0})
+        raise ConfigError(f"sieve timeline: --layer {layers[0]} was not simulated (layers "
+                          f"simulated: {', '.join(map(str, have))}; --layers all simulates "
+                          "every one)")
+    view = {"gpu": args.gpu, "step": args.step, "layers": layers}
+    for p in write_evaluation(ev, args.out, command="timeline", timeline_view=view):
         print(p)
     return 0
 
@@ -1034,12 +1055,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="profile-out", help="output folder (default profile-out)")
     p.set_defaults(func=_cmd_profile)
 
-    p = sub.add_parser("timeline", help="one simulated step as a Gantt chart of the lanes of "
-                       "GPU 0 (link, GPU compute, HBM, PIM), with its tables")
+    p = sub.add_parser("timeline", help="simulated steps as a Gantt chart of one GPU's lanes "
+                       "(link, GPU compute, HBM, PIM), with its tables and a Chrome/Perfetto "
+                       "trace (timeline.json)")
     p.add_argument("--model", default=None, help="model (default gpt-oss-120b)")
     p.add_argument("--system", default=None, help="system (default: the seed's for the model)")
     p.add_argument("--method", default="sieve", help="scheduler (default sieve)")
     p.add_argument("--batch", type=_int_type(1, 4096), default=16, help="batch (default 16)")
+    p.add_argument("--pim", default=None, metavar="PRESET", help="PIM design of the stacks "
+                   "(default: the system's)")
+    p.add_argument("--gpu", type=_int_type(0, 10 ** 6), default=0,
+                   help="GPU whose lanes are drawn (default 0)")
+    p.add_argument("--layer", default=None, help="layer drawn, or 'all' (default: the first "
+                   "simulated layer)")
+    p.add_argument("--step", type=_int_type(0, 10 ** 4), default=0,
+                   help="measured step drawn (default 0); timeline.csv/json hold every one")
     _add_run_flags(p)
     p.add_argument("--out", default="timeline-out", help="output folder")
     p.set_defaults(func=_cmd_timeline)

@@ -21,7 +21,8 @@ from sieve.system.run import RunConfig, simulate_run
 __all__ = ["CHANNEL_COLUMNS", "TIMELINE_COLUMNS", "Point", "PointResult", "paper_points",
            "simulate_point", "sweep_points"]
 
-#: Columns of timeline.csv (every task of the first measured step of a recorded point).
+#: Columns of timeline.csv (every task of every measured step of a recorded point; ``step``
+#: counts the measured steps from 0).
 TIMELINE_COLUMNS = ("model", "method", "batch", "step", "name", "kind", "gpu", "layer", "mb",
                     "start_ns", "end_ns")
 #: Columns of pim_channels.csv (every PIM program of GPU 0 in that step, per pseudo-channel).
@@ -75,8 +76,8 @@ def simulate_point(point: Point, *, inputs: MutableMapping | None = None) -> Poi
         base = {"model": res.row["model"], "method": res.row["method"],
                 "batch": res.row["batch"]}
         if point.timeline:
-            timeline = [{**base, "step": 0, **{k: t[k] for k in TIMELINE_COLUMNS[4:]}}
-                        for t in step.tasks]
+            timeline = [{**base, "step": i, **{k: t[k] for k in TIMELINE_COLUMNS[4:]}}
+                        for i, st in enumerate(res.steps) for t in st.tasks]
         if point.channels:
             for j, c in enumerate(step.pim_channels):
                 span = c["end_ns"] - c["start_ns"]

@@ -6,7 +6,8 @@ the executor of :mod:`sieve.experiments.executor` (in this process, in worker pr
 Dask; resumable with a run store) and returns the tables:
 
 * ``runs.csv``: one row per point (:data:`sieve.system.run.RUN_COLUMNS`);
-* ``timeline.csv``: every task of the first measured step of the points marked for it;
+* ``timeline.csv``: every task of every measured step of the points marked for it (and
+  ``timeline.json``, the same tasks as Chrome/Perfetto trace events);
 * ``pim_channels.csv``: every PIM program of GPU 0 in that step, per pseudo-channel (busy
   fraction), for the points marked for it;
 
@@ -88,11 +89,14 @@ def _rows(data: bytes | None) -> list[dict]:
 
 
 def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
-           lenient: bool = False) -> dict[str, bytes]:
+           lenient: bool = False, timeline_view: dict | None = None) -> dict[str, bytes]:
     """Figure files (PNG and PDF) drawn from the CSV tables alone (what :func:`tables` returns,
     or the files of a result folder): one Pareto plot per model (Figure 9; per model and
     system when a model ran on several), the channel plot (Figure 10) and the timeline when
     recorded, the colocated plot (Figure 11) when colocated rows exist.
+
+    ``timeline_view``: what the timeline figure draws: ``{"gpu": g, "layers": [..] or
+    "all", "step": s}`` (default GPU 0, the first simulated layer, measured step 0).
 
     ``lenient`` (sweeps): a figure the rows do not fit (several runs per method and batch in
     one Pareto plot, e.g. over seeds or workloads; colocated rows without NoExp) is left out
@@ -133,8 +137,9 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
                   "(seeds, workloads or options); plot them from runs.csv", file=sys.stderr)
             continue
         draw(stem, lambda rows=rows, model=model: figures.plot_pareto(rows, model))
-    if channels:
-        draw("fig10_pim_channels", lambda: figures.plot_pim_channels(channels))
+    if channels:  # Figure 10 for the methods that recorded PIM programs (Sieve and PIMoE
+        # in the paper; any method in `sieve timeline`)
+        draw("fig10_pim_channels", lambda: figures.plot_pim_channels(channels, methods=None))
     # Figure 11 per colocated case: prefill requests drawn (n_prefill empty) or given (the
     # paper's stress case gives the seed's cap); one figure when only one case ran
     coloc = [r for r in runs if r["colocated"]]
@@ -148,8 +153,19 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
         first = timeline[0]
         sel = [t for t in timeline if (t["model"], t["method"], t["batch"]) ==
                (first["model"], first["method"], first["batch"])]
-        layer = min(t["layer"] for t in sel if t["layer"] >= 0)
-        draw("timeline", lambda: figures.plot_timeline(sel, gpu=0, layers=[layer]))
+        view = dict(timeline_view or {})
+        step = view.get("step", 0)
+        sel = [t for t in sel if t.get("step", 0) == step]
+        if not sel:
+            raise ConfigError(f"timeline: no measured step {step} (the run measured "
+                              f"{1 + max(t.get('step', 0) for t in timeline)})")
+        layers = view.get("layers")
+        if layers is None:
+            layers = [min(t["layer"] for t in sel if t["layer"] >= 0)]
+        elif layers == "all":
+            layers = None
+        gpu = view.get("gpu", 0)
+        draw("timeline", lambda: figures.plot_timeline(sel, gpu=gpu, layers=layers))
     return out
 
 
@@ -187,7 +203,8 @@ def tables(ev: Evaluation) -> dict[str, bytes]:
 
 
 def write_evaluation(ev: Evaluation, out_dir: str | Path, *, command: str = "run",
-                     figures_too: bool = True, lenient: bool = False) -> list[Path]:
+                     figures_too: bool = True, lenient: bool = False,
+                     timeline_view: dict | None = None) -> list[Path]:
     """Write the tables, config.json and (from the tables) the figures into ``out_dir``, as
     one run folder (all or nothing, :func:`sieve.outputs.write_run`). ``lenient``: a figure
     the tables cannot make is left out with a note on stderr instead of failing (sweeps)."""
@@ -197,6 +214,10 @@ def write_evaluation(ev: Evaluation, out_dir: str | Path, *, command: str = "run
         payload = tables(ev)
     if figures_too:
         with stage("figures"):
-            payload.update(render(payload, lenient=lenient))
+            payload.update(render(payload, lenient=lenient, timeline_view=timeline_view))
+            if ev.timeline:  # the timeline as Chrome/Perfetto trace events (ui.perfetto.dev)
+                from sieve.report.trace_events import trace_events_json
+
+                payload["timeline.json"] = trace_events_json(ev.timeline)
     with stage("io"):
         return write_run(out_dir, payload, command=command)

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from sieve.errors import ConfigError
 
-__all__ = ["METHOD_STYLE", "figure_bytes", "plot_colocated", "plot_pareto",
-           "plot_pim_channels", "plot_timeline"]
+__all__ = ["GROUP_COLOR", "METHOD_STYLE", "TASK_GROUP", "figure_bytes", "plot_colocated",
+           "plot_pareto", "plot_pim_channels", "plot_timeline", "task_group"]
 
 #: Colour and marker of every method (the same in every figure).
 METHOD_STYLE = {
@@ -36,14 +36,33 @@ METHOD_LABEL = {"gpu-only": "GPU-only", "noexp": "NoExp", "allexp": "AllExp",
                 "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve", "sieve-cp": "Sieve-CP"}
 LANES = ("link", "gpu", "hbm", "pim")
 LANE_LABEL = {"link": "link", "gpu": "GPU compute", "hbm": "HBM (weights)", "pim": "PIM"}
-TASK_COLOR = {
-    "qkv": "#9ecae1", "o_proj": "#9ecae1", "gdn": "#9ecae1", "attn": "#fd8d3c",
-    "prefill_attn": "#fdae6b", "router": "#c7e9c0", "meta": "#c7e9c0", "scheduler": "#000000",
-    "experts_gpu": "#de2d26", "experts_pim": "#de2d26", "shared": "#fc9272",
-    "wsum": "#bcbddc", "lm_head": "#756bb1", "allgather": "#31a354", "dispatch": "#006d2c",
-    "combine": "#74c476", "allreduce_attn": "#31a354", "allreduce_moe": "#31a354",
-    "dense_ffn": "#fc9272",
+#: The kind group of a task (timeline legend, trace-event categories), and each group's colour
+#: (Okabe-Ito, colour-blind safe). Weight loads are "<op>_load".
+TASK_GROUP = {
+    "attn": "attention", "prefill_attn": "attention", "gdn": "attention",
+    "qkv": "projections", "o_proj": "projections", "router": "projections",
+    "dense_ffn": "projections", "lm_head": "projections",
+    "norm": "small kernels", "rope_kv": "small kernels", "meta": "small kernels",
+    "wsum": "small kernels", "sampler": "small kernels", "scheduler": "scheduler",
+    "experts_gpu": "experts on GPU", "shared": "experts on GPU",
+    "experts_pim": "experts on PIM",
+    "allgather": "communication", "dispatch": "communication", "combine": "communication",
+    "allreduce_attn": "communication", "allreduce_moe": "communication",
 }
+GROUP_COLOR = {
+    "attention": "#E69F00", "projections": "#56B4E9", "small kernels": "#999999",
+    "scheduler": "#000000", "experts on GPU": "#D55E00", "experts on PIM": "#CC79A7",
+    "communication": "#009E73", "weight loads": "#0072B2", "other": "#F0E442",
+}
+
+
+def task_group(name: str) -> str:
+    """The kind group of a task name (:data:`TASK_GROUP`; ``*_load`` = weight loads)."""
+    if name.endswith("_load"):
+        return "weight loads"
+    return TASK_GROUP.get(name, "other")
+
+
 
 
 def _mpl():
@@ -128,15 +147,18 @@ def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
     return fig
 
 
-def plot_pim_channels(rows: Sequence[dict], methods: Sequence[str] = ("sieve", "pimoe"), *,
-                      axes=None):
+def plot_pim_channels(rows: Sequence[dict], methods: Sequence[str] | None = ("sieve", "pimoe"),
+                      *, axes=None):
     """Figure 10: busy fraction of every pseudo-channel during each PIM program of a step
-    (x: time from the step's start, y: pseudo-channel), one panel per method."""
+    (x: time from the step's start, y: pseudo-channel), one panel per method (``methods``
+    None: every method in the rows)."""
     _need(rows, ("method", "program", "start_ns", "end_ns", "pc", "busy_frac"),
           "PIM channel plot")
     import numpy as np
 
     plt = _mpl()
+    if methods is None:
+        methods = _order(r["method"] for r in rows)
     present = [m for m in methods if any(r["method"] == m for r in rows)]
     if not present:
         raise ConfigError(f"PIM channel plot: none of {', '.join(methods)} in the table")
@@ -230,23 +252,30 @@ def plot_timeline(rows: Sequence[dict], gpu: int = 0, layers: Sequence[int] | No
            and (layers is None or r["layer"] in layers) and r["end_ns"] > r["start_ns"]]
     if not sel:
         raise ConfigError(f"timeline plot: no task of GPU {gpu} in the chosen layers")
-    fig, ax = _new(ax, size=(9.0, 3.0))
+    fig, ax = _new(ax, size=(9.0, 3.2))
     t0 = min(r["start_ns"] for r in sel)
     seen = set()
     for i, lane in enumerate(LANES[::-1]):
         for r in (r for r in sel if r["kind"] == lane):
-            c = TASK_COLOR.get(r["name"], "#cccccc")
-            lbl = r["name"] if r["name"] not in seen else None
-            seen.add(r["name"])
+            grp = task_group(r["name"])
+            lbl = grp if grp not in seen else None
+            seen.add(grp)
             ax.broken_barh([((r["start_ns"] - t0) / 1e3, (r["end_ns"] - r["start_ns"]) / 1e3)],
-                           (i - 0.4, 0.8), facecolors=c, edgecolor="k", linewidth=0.2,
-                           label=lbl)
+                           (i - 0.4, 0.8), facecolors=GROUP_COLOR[grp], edgecolor="k",
+                           linewidth=0.2, label=lbl)
     ax.set_yticks(range(len(LANES)), [LANE_LABEL[x] for x in LANES[::-1]])
     ax.set_xlabel("time (us)")
     meta = sel[0]
     title = f"GPU {gpu}"
     if {"method", "model"} <= set(meta):
         title = f"{meta['model']}, {meta['method']}, B={meta.get('batch', '?')}: GPU {gpu}"
+    if layers is not None:
+        title += f", layer{'s' if len(layers) > 1 else ''} {', '.join(map(str, layers))}"
+    if "step" in meta:
+        title += f", measured step {meta['step']}"
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    handles, labels = ax.get_legend_handles_labels()
+    order = [labels.index(g) for g in GROUP_COLOR if g in labels]  # by kind, a fixed order
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7, ncol=5,
+              loc="upper center", bbox_to_anchor=(0.5, -0.28))
     return fig
