@@ -544,10 +544,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _print_rows(ev.runs)
     for p in paths:
         print(p)
+    _print_answers(ev.runs)
     return 0
 
 
+def _print_answers(runs) -> None:
+    """The gain, stated: per point, the best method and its gains (sieve.report.gain)."""
+    from sieve.report.gain import answers
+
+    for line in answers(runs):
+        print(line)
+
+
 def _print_rows(runs) -> None:
+    from sieve.report.gain import add_gains
+
+    runs = add_gains(runs)
     cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
             "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
     wl = len({r["workload"] for r in runs}) > 1
@@ -557,9 +569,12 @@ def _print_rows(runs) -> None:
         mode = ("two-batch overlap" if overlap == "tbo" else
                 "2 interleaved micro-batches" if mbs == 2 else "sequential")
         print(f"# {system}: PIM preset {memory}, execution mode {mode}")
+    def x(v):
+        return f"{v:>7.2f}x" if v is not None else f"{'-':>8}"
+
     print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
-          f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10}"
-          + ("  workload" if wl else ""))
+          f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10} {'x GPU-only':>10} "
+          f"{'x best other':>12}" + ("  workload" if wl else ""))
     for r in runs:
         v = [r[c] for c in cols]
         case = ""
@@ -567,8 +582,8 @@ def _print_rows(runs) -> None:
             case = "  colocated" + ("" if r.get("n_prefill") in (None, "")
                                     else f" ({r['n_prefill']} prefill)")
         print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
-              f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}%"
-              + (f"  {r['workload']}" if wl else "") + case)
+              f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}% {x(r['x_gpu_only']):>10} "
+              f"{x(r['x_best_other']):>12}" + (f"  {r['workload']}" if wl else "") + case)
 
 
 def _field_value(name: str, text: str, flag: str):
@@ -682,6 +697,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{len(points)} run(s); experiment id {exp.experiment_id(source)}")
         return 0
     ev, paths = _execute(exp, args, command="sweep", source=source, lenient=True)
+    _print_rows(ev.runs)  # the summary table, with each run's gains
+    _print_answers(ev.runs)
     print(f"{len(ev.runs)} run(s) -> {args.out}")
     for p in paths:
         print(p)

@@ -192,8 +192,12 @@ def config_json(ev: Evaluation) -> str:
 
 
 def tables(ev: Evaluation) -> dict[str, bytes]:
-    """The CSV tables and config.json of an evaluation, as file bytes."""
-    out = {"runs.csv": to_csv(ev.runs, RUN_COLUMNS).encode(),
+    """The CSV tables and config.json of an evaluation, as file bytes; runs.csv carries each
+    run's speedup over GPU-only and over the best other method at its point
+    (:mod:`sieve.report.gain`)."""
+    from sieve.report.gain import GAIN_COLUMNS, add_gains
+
+    out = {"runs.csv": to_csv(add_gains(ev.runs), (*RUN_COLUMNS, *GAIN_COLUMNS)).encode(),
            "config.json": config_json(ev).encode()}
     if ev.timeline:
         out["timeline.csv"] = to_csv(ev.timeline, TIMELINE_COLUMNS).encode()
