@@ -563,6 +563,8 @@ def _print_rows(runs) -> None:
     cols = ("model", "method", "batch", "tpot_ms", "interactivity_tok_s_user",
             "throughput_tok_s_gpu", "pim_busy_frac", "tokens_pim_frac")
     wl = len({r["workload"] for r in runs}) > 1
+    # the inputs that vary between the rows get a column (PIM preset, seed, mode)
+    vary = [c for c in ("memory", "seed", "overlap") if len({str(r.get(c)) for r in runs}) > 1]
     setups = sorted({(r["system"], r["memory"], r["overlap"], int(r["microbatches"]))
                      for r in runs})
     for system, memory, overlap, mbs in setups:  # which PIM design and execution mode ran
@@ -574,7 +576,8 @@ def _print_rows(runs) -> None:
 
     print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
           f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10} {'x GPU-only':>10} "
-          f"{'x best other':>12}" + ("  workload" if wl else ""))
+          f"{'x best other':>12}" + ("  workload" if wl else "")
+          + "".join(f"  {c}" for c in vary))
     for r in runs:
         v = [r[c] for c in cols]
         case = ""
@@ -583,7 +586,8 @@ def _print_rows(runs) -> None:
                                     else f" ({r['n_prefill']} prefill)")
         print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
               f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}% {x(r['x_gpu_only']):>10} "
-              f"{x(r['x_best_other']):>12}" + (f"  {r['workload']}" if wl else "") + case)
+              f"{x(r['x_best_other']):>12}" + (f"  {r['workload']}" if wl else "")
+              + "".join(f"  {r.get(c)}" for c in vary) + case)
 
 
 def _field_value(name: str, text: str, flag: str):
@@ -696,6 +700,17 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{i:>4} {rid} {'finished' if rid in have else 'to run  '} {p.describe()}")
         print(f"{len(points)} run(s); experiment id {exp.experiment_id(source)}")
         return 0
+    points = exp.check(source)
+    # the defaults of a sweep are RunConfig's, not `sieve run`'s: say so where they differ
+    from sieve.system.run import RunConfig
+
+    diff = {"steps": 1, "layers": 4}  # what `sieve run` uses (its --steps / --layers defaults)
+    for name, run_default in diff.items():
+        field_default = getattr(RunConfig, name)
+        if any(getattr(p.config, name) == field_default for p in points):
+            shown = "all" if field_default is None else field_default
+            print(f"sieve: note: {name} = {shown} (the run fields' default) where the sweep "
+                  f"does not set it; `sieve run` uses {name} = {run_default}", file=sys.stderr)
     ev, paths = _execute(exp, args, command="sweep", source=source, lenient=True)
     _print_rows(ev.runs)  # the summary table, with each run's gains
     _print_answers(ev.runs)

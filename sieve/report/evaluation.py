@@ -121,20 +121,28 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
             print(f"sieve: note: {stem} not drawn: {exc}", file=sys.stderr)
 
     decode = [r for r in runs if not r["colocated"]]
-    groups = sorted({(r["model"], r["system"], r.get("workload") or "") for r in decode})
-    models = {m for m, _, _ in groups}
-    pairs = {(m, s) for m, s, _ in groups}
-    for model, system, workload in groups:
-        rows = [r for r in decode
-                if (r["model"], r["system"], r.get("workload") or "") == (model, system,
-                                                                          workload)]
+
+    def gkey(r):
+        return (r["model"], r["system"], r.get("memory") or "", r.get("workload") or "")
+
+    groups = sorted({gkey(r) for r in decode})
+    models = {g[0] for g in groups}
+    pairs = {g[:2] for g in groups}
+    memories = {g[2] for g in groups}
+    workloads = {g[3] for g in groups}
+    for key in groups:
+        model, system, memory, workload = key
+        rows = [r for r in decode if gkey(r) == key]
         stem = "fig9_pareto" + ("" if len(groups) == 1 else f"_{model}" if len(models) ==
                                 len(pairs) else f"_{model}_{system}")
-        if len(pairs) < len(groups):  # several workloads of one model and system
+        if len(memories) > 1:  # several PIM presets
+            stem += f"_{memory}"
+        if len(workloads) > 1:  # several workloads
             stem += f"_{workload}"
-        if lenient and len({(r["method"], r["batch"]) for r in rows}) < len(rows):
+        if lenient and _differ_beyond_seed(rows):
             print(f"sieve: note: {stem} not drawn: several runs per method and batch size "
-                  "(seeds, workloads or options); plot them from runs.csv", file=sys.stderr)
+                  "that differ in more than their seed (options); plot them from runs.csv",
+                  file=sys.stderr)
             continue
         draw(stem, lambda rows=rows, model=model: figures.plot_pareto(rows, model))
     if channels:  # Figure 10 for the methods that recorded PIM programs (Sieve and PIMoE
@@ -169,6 +177,18 @@ def render(tabs: dict[str, bytes], *, colocated_model: str | None = None,
     return out
 
 
+def _differ_beyond_seed(rows) -> bool:
+    """Whether two rows of one (method, batch) differ in anything but their seed (the Pareto
+    plot averages over seeds, nothing else)."""
+    from sieve.report.gain import point_key
+
+    keys: dict[tuple, set] = {}
+    for r in rows:
+        k = tuple(x for x in point_key({**r, "seed": None}))
+        keys.setdefault((r["method"], r["batch"]), set()).add(k)
+    return any(len(v) > 1 for v in keys.values())
+
+
 def config_json(ev: Evaluation) -> str:
     """config.json text: the sweep (if declared), every run's inputs and id, the resolved
     systems, and the sieve that produced them (deterministic: no times)."""
@@ -197,7 +217,10 @@ def tables(ev: Evaluation) -> dict[str, bytes]:
     (:mod:`sieve.report.gain`)."""
     from sieve.report.gain import GAIN_COLUMNS, add_gains
 
-    out = {"runs.csv": to_csv(add_gains(ev.runs), (*RUN_COLUMNS, *GAIN_COLUMNS)).encode(),
+    # each key of a run's system_overrides is a column of its own ("system.<key>")
+    extra = sorted({k for r in ev.runs for k in r if k.startswith("system.")})
+    out = {"runs.csv": to_csv(add_gains(ev.runs), (*RUN_COLUMNS, *extra, *GAIN_COLUMNS)
+                              ).encode(),
            "config.json": config_json(ev).encode()}
     if ev.timeline:
         out["timeline.csv"] = to_csv(ev.timeline, TIMELINE_COLUMNS).encode()

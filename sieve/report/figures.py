@@ -125,23 +125,41 @@ def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
     rows = [r for r in rows if r["model"] == model]
     if not rows:
         raise ConfigError(f"Pareto plot: no decode-only rows for model {model!r}")
+    import numpy as np
+
     fig, ax = _new(ax)
+    seeds = max(sum(1 for x in rows if (x["method"], x["batch"]) == (r["method"], r["batch"]))
+                for r in rows)
     for m in _order(r["method"] for r in rows):
-        pts = sorted((r for r in rows if r["method"] == m), key=lambda r: r["batch"])
+        batches = sorted({r["batch"] for r in rows if r["method"] == m})
+        xs, ys, xe, ye = [], [], [], []
+        for b in batches:  # several seeds of a point: their mean, with min-max bars
+            sel = [r for r in rows if r["method"] == m and r["batch"] == b]
+            x = np.array([r["interactivity_tok_s_user"] for r in sel], dtype=float)
+            y = np.array([r["throughput_tok_s_gpu"] for r in sel], dtype=float)
+            xs.append(x.mean())
+            ys.append(y.mean())
+            xe.append((x.mean() - x.min(), x.max() - x.mean()))
+            ye.append((y.mean() - y.min(), y.max() - y.mean()))
         c, mk = METHOD_STYLE.get(m, ("k", "."))
-        ax.plot([r["interactivity_tok_s_user"] for r in pts],
-                [r["throughput_tok_s_gpu"] for r in pts], color=c, marker=mk, label=_label(m))
+        ax.plot(xs, ys, color=c, marker=mk, label=_label(m))
+        if seeds > 1:
+            ax.errorbar(xs, ys, xerr=np.array(xe).T, yerr=np.array(ye).T, fmt="none", ecolor=c,
+                        elinewidth=0.8, capsize=2)
         if m == "sieve":
-            for r in pts:
-                ax.annotate(f"B={r['batch']}", (r["interactivity_tok_s_user"],
-                                                r["throughput_tok_s_gpu"]), fontsize=6,
-                            xytext=(3, 3), textcoords="offset points")
+            for x, y, b in zip(xs, ys, batches):
+                ax.annotate(f"B={b}", (x, y), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")
     system = rows[0].get("system", "")
     workload = rows[0].get("workload", "")
     ax.set_xlabel("Interactivity (tokens/s/user)")
     ax.set_ylabel("Throughput (tokens/s/GPU)")
     title = f"{model} on {system}" if system else model
-    ax.set_title(title + (f", {workload}" if workload else ""), fontsize=10)
+    memory = rows[0].get("memory", "")
+    title += (f" ({memory})" if memory else "") + (f", {workload}" if workload else "")
+    if seeds > 1:
+        title += f", mean of {seeds} seeds (bars: min-max)"
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig

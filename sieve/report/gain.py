@@ -83,6 +83,10 @@ def answers(rows: Sequence[dict]) -> list[str]:
         if best.get("memory"):
             where += f" ({best['memory']})"
         case = f", {best['workload']}, B={best['batch']}"
+        if str(best.get("seed", 0)) not in ("0", "None"):
+            case += f", seed {best['seed']}"
+        if best.get("overlap") not in (None, "none"):
+            case += f", {best['overlap']}"
         if best.get("colocated") in (True, "True", 1, "1"):
             case += " colocated"
         lines.append(f"{where}{case}: best {', '.join(parts)}")

@@ -49,7 +49,7 @@ __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_
 
 #: Columns of a run row, in table order.
 RUN_COLUMNS = (
-    "model", "system", "n_gpus", "memory", "method", "batch", "workload", "colocated",
+    "model", "system", "n_gpus", "gpu", "memory", "method", "batch", "workload", "colocated",
     "n_prefill", "seed",
     "parallel", "microbatches", "overlap", "pim_order", "estimator", "steps", "warmup",
     "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
@@ -297,8 +297,9 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
     ex_all = sum(p["experts_active"] for p in parts)
     tok_pim = sum(p["tokens_pim"] for p in parts)
     tok_all = sum(p["tokens_pim"] + p["tokens_gpu"] for p in parts)
+    overrides = {f"system.{k}": v for k, v in cfg.system_overrides}  # one column per key
     return {
-        "model": model.name, "system": system.name, "n_gpus": n,
+        "model": model.name, "system": system.name, "n_gpus": n, "gpu": system.gpu.name,
         "memory": system.memory.name,  # the resolved DRAM/PIM preset of the stacks
         "method": cfg.method,
         "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
@@ -317,6 +318,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
         "experts_pim_frac": ex_pim / ex_all if ex_all else 0.0,
         "tokens_pim_frac": tok_pim / tok_all if tok_all else 0.0,
         "mean_context": float(np.mean(contexts)), "prefill_requests": float(np.mean(prefills)),
+        **overrides,
     }
 
 
