@@ -63,7 +63,7 @@ def answers(rows: Sequence[dict]) -> list[str]:
     """One line per point with several methods: the best method (throughput per GPU) and its
     gain over GPU-only, over the best of the seed's baselines and over the next best method."""
     lines = []
-    for key, g in _groups(rows).items():
+    for g in _groups(rows).values():
         if len(g) < 2:
             continue
         g = sorted(g, key=lambda x: -float(x["throughput_tok_s_gpu"]))
