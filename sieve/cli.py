@@ -537,6 +537,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
             system = DEFAULT_SYSTEM
         batches = (_int_list(args.batch, "--batch") if args.batch else
                    list(setups.FIG11_BATCHES if args.colocated else setups.MAIN_BATCHES))
+        if args.trace is not None:  # a trace's steps hold their own requests: its batch
+            from sieve.model import get_model
+            from sieve.workload.trace import load_trace, mean_requests
+
+            tr = load_trace(args.trace)
+            mdl = get_model(model)
+            if (tr.n_experts, tr.top_k) != (mdl.n_experts, mdl.top_k):
+                logged = tr.meta.model or "model not recorded"
+                raise ConfigError(f"sieve run: --trace {args.trace} routes {tr.n_experts} "
+                                  f"experts top-{tr.top_k} ({logged}); --model {model} has "
+                                  f"{mdl.n_experts} top-{mdl.top_k}: give the model the "
+                                  "trace was logged on")
+            b = max(int(round(mean_requests(tr))), 1)
+            if args.batch and batches != [b]:
+                raise ConfigError(f"sieve run: --batch {args.batch} conflicts with --trace "
+                                  f"{args.trace}, whose steps hold {b} requests on average "
+                                  "(the batch comes from the trace: leave --batch out)")
+            batches = [b]
         if args.colocated:
             kw["colocated"] = True
         exp = main_experiment(model, system, methods, batches, **kw)
@@ -700,18 +718,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{i:>4} {rid} {'finished' if rid in have else 'to run  '} {p.describe()}")
         print(f"{len(points)} run(s); experiment id {exp.experiment_id(source)}")
         return 0
-    points = exp.check(source)
+    ev, paths = _execute(exp, args, command="sweep", source=source, lenient=True)
     # the defaults of a sweep are RunConfig's, not `sieve run`'s: say so where they differ
+    # (after the run: a refused sweep prints its one error line only)
     from sieve.system.run import RunConfig
 
     diff = {"steps": 1, "layers": 4}  # what `sieve run` uses (its --steps / --layers defaults)
     for name, run_default in diff.items():
         field_default = getattr(RunConfig, name)
-        if any(getattr(p.config, name) == field_default for p in points):
+        if any(r.point.config.__dict__[name] == field_default for r in ev.records):
             shown = "all" if field_default is None else field_default
             print(f"sieve: note: {name} = {shown} (the run fields' default) where the sweep "
                   f"does not set it; `sieve run` uses {name} = {run_default}", file=sys.stderr)
-    ev, paths = _execute(exp, args, command="sweep", source=source, lenient=True)
     _print_rows(ev.runs)  # the summary table, with each run's gains
     _print_answers(ev.runs)
     print(f"{len(ev.runs)} run(s) -> {args.out}")
@@ -801,6 +819,113 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     view = {"gpu": args.gpu, "step": args.step, "layers": layers}
     for p in write_evaluation(ev, args.out, command="timeline", timeline_view=view):
         print(p)
+    return 0
+
+
+#: `sieve trace import` kinds: (reader, output kind).
+TRACE_IMPORTERS = ("vllm", "counts", "allenai", "fiddler")
+
+
+def _cmd_trace_import(args: argparse.Namespace) -> int:
+    import os
+
+    from sieve.workload import importers
+
+    out = args.out
+    if not out.lower().endswith(".npz"):
+        raise ConfigError(f"sieve trace import: --out {out!r} must end in .npz")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise ConfigError(f"sieve trace import: --out {out!r}: {parent!r} is not a writable "
+                          "folder")
+    if os.path.isdir(out):
+        raise ConfigError(f"sieve trace import: --out {out!r} is a folder")
+    for f in args.files:  # never overwrite an input
+        if os.path.abspath(f) == os.path.abspath(out):
+            raise ConfigError(f"sieve trace import: --out {out!r} is one of the inputs")
+    kind = args.kind
+    if kind == "vllm":
+        tr = importers.read_vllm_router_log(
+            args.files, n_experts=args.n_experts, model=args.model,
+            warmup_passes="auto" if args.warmup_passes is None else args.warmup_passes)
+    else:
+        if len(args.files) != 1:
+            raise ConfigError(f"sieve trace import {kind}: takes one file, got "
+                              f"{len(args.files)}")
+        f = args.files[0]
+        if kind == "counts":
+            if args.top_k is None:
+                raise ConfigError("sieve trace import counts: --top-k is required (experts "
+                                  "each token selects: a count file does not say)")
+            tr = importers.read_count_matrix(f, top_k=args.top_k, model=args.model or "")
+        elif kind == "allenai":
+            tr = importers.read_allenai_counts(f)
+        else:
+            tr = importers.read_fiddler_popularity(f, top_k=args.top_k or 2)
+    print(tr.save(out))
+    for line in _trace_summary(tr):
+        print(line)
+    return 0
+
+
+def _trace_summary(tr) -> list[str]:
+    """Lines describing a RoutingTrace or CountTrace (sieve trace info)."""
+    import numpy as np
+
+    from sieve.workload.stats import load_skew
+    from sieve.workload.trace import DECODE, PREFILL, RoutingTrace, trace_requests
+
+    m = tr.meta
+    lines = [f"model: {m.model or '(not recorded)'}", f"source: {m.source}",
+             f"experts: {m.n_experts}, top-{m.top_k}",
+             f"layers: {len(m.layer_ids)} ({', '.join(map(str, m.layer_ids[:12]))}"
+             + (", ..." if len(m.layer_ids) > 12 else "") + ")"]
+    if isinstance(tr, RoutingTrace):
+        per = tr.tokens_per_step()
+        reqs = [trace_requests(tr, s) for s in range(tr.n_steps)]
+        dec = int(np.count_nonzero(np.asarray(tr.phase) == DECODE))
+        pre = int(np.count_nonzero(np.asarray(tr.phase) == PREFILL))
+        lines += ["kind: routing trace (token level): usable with sieve run --trace",
+                  f"steps: {tr.n_steps}, tokens: {tr.n_tokens} (decode {dec}, prefill {pre})",
+                  f"tokens per step: min {per.min()}, mean {per.mean():.1f}, max {per.max()}",
+                  f"requests per step: min {min(reqs)}, mean {np.mean(reqs):.1f}, max "
+                  f"{max(reqs)} (a run on it takes its batch from these)"]
+        counts = tr.all_counts().sum(axis=0)
+    else:
+        counts = tr.counts
+        lines += ["kind: count trace (aggregate per-layer counts): load skew only, cannot "
+                  "route steps",
+                  f"tokens: {tr.n_tokens if tr.n_tokens is not None else '(not recorded)'}"]
+    live = counts.sum(axis=1) > 0
+    if live.any():
+        sk = load_skew(counts[live])
+        med = {k: float(np.median(v)) for k, v in sk.items()}
+        lines.append(f"load skew over layers (median): max/mean {med['max_over_mean']:.2f}, "
+                     f"top-10 % experts' share {med['top10_share']:.2f}, normalised entropy "
+                     f"{med['norm_entropy']:.3f}")
+    return lines
+
+
+def _cmd_trace_info(args: argparse.Namespace) -> int:
+    from sieve.workload.sniff import IMPORT_HINT, KINDS, sniff
+    from sieve.workload.trace import load_counts, load_trace
+
+    kind = sniff(args.file)
+    if kind == "sieve-trace":
+        tr = load_trace(args.file)
+    elif kind == "sieve-counts":
+        tr = load_counts(args.file)
+    else:
+        hint = IMPORT_HINT.get(kind)
+        if kind in ("unknown", "npz"):
+            raise ConfigError(f"sieve trace info: {args.file} is {KINDS[kind]} (known: sieve "
+                              "routing and count traces, vLLM router logs, count matrices, "
+                              "OLMoE and Fiddler count files)")
+        print(f"{args.file}: {KINDS[kind]}; import it: {hint}")
+        return 0
+    print(f"{args.file}: {KINDS[kind]}")
+    for line in _trace_summary(tr):
+        print("  " + line)
     return 0
 
 
@@ -1105,6 +1230,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_flags(p)
     p.add_argument("--out", default="timeline-out", help="output folder")
     p.set_defaults(func=_cmd_timeline)
+
+    p = sub.add_parser("trace", help="routing traces: import real routing data (vLLM router "
+                       "logs, count matrices, SGLang, OLMoE, Fiddler), describe a file")
+    tsub = p.add_subparsers(dest="trace_command", metavar="ACTION")
+    tsub.required = True
+    t = tsub.add_parser("import", help="convert real routing data into a sieve trace (.npz)")
+    t.add_argument("kind", choices=TRACE_IMPORTERS, help="vllm: vLLM router logs (JSONL, "
+                   "token level: a routing trace for sieve run --trace); counts: a count "
+                   "matrix (.csv, .json, .npz, SGLang expert-distribution JSON); allenai: "
+                   "OLMoE routing-analysis counts; fiddler: Fiddler expert popularity")
+    t.add_argument("files", nargs="+", help="input file(s) (vllm: one per logged layer)")
+    t.add_argument("--out", required=True, help="output .npz")
+    t.add_argument("--n-experts", type=_int_type(1, 2 ** 15), default=None,
+                   help="vllm: routed experts per layer (default: max id + 1)")
+    t.add_argument("--top-k", type=_int_type(1, 2 ** 10), default=None,
+                   help="counts (required), fiddler (default 2): experts per token")
+    t.add_argument("--warmup-passes", type=_int_type(0, 10 ** 6), default=None,
+                   help="vllm: leading forward passes to drop (default: detect the profiling "
+                   "passes)")
+    t.add_argument("--model", default=None, help="model name recorded in the trace")
+    t.set_defaults(func=_cmd_trace_import)
+    t = tsub.add_parser("info", help="what a routing file is, and a summary of a sieve trace")
+    t.add_argument("file", help="a sieve routing/count trace, or any routing file")
+    t.set_defaults(func=_cmd_trace_info)
 
     p = sub.add_parser("plot", help="redraw the figures of a result folder from its CSV tables")
     p.add_argument("folder", help="a folder written by sieve run or sieve timeline")

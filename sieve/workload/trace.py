@@ -29,6 +29,7 @@ from sieve.outputs import atomic_write
 from sieve.validate import check_int, check_mapping, check_sequence
 
 __all__ = [
+    "COUNTS_FORMAT_NAME",
     "DECODE",
     "FORMAT_NAME",
     "FORMAT_VERSION",
@@ -41,12 +42,17 @@ __all__ = [
     "gpu_counts",
     "gpu_loads",
     "iter_trace_chunks",
+    "load_counts",
     "load_trace",
+    "mean_requests",
+    "trace_requests",
 ]
 
 FORMAT_NAME = "sieve-routing-trace"
 #: Version of the on-disk format written by :meth:`RoutingTrace.save`; readers refuse newer ones.
 FORMAT_VERSION = 1
+#: Format name of a saved :class:`CountTrace` (aggregate counts, same version scheme).
+COUNTS_FORMAT_NAME = "sieve-expert-counts"
 PREFILL = 0  # phase code of a prompt token
 DECODE = 1  # phase code of a generated token
 _ARRAYS = ("expert_ids", "step_offsets", "request_ids", "phase")
@@ -275,6 +281,19 @@ class RoutingTrace:
         return load_trace(path, mmap=mmap)
 
 
+def trace_requests(trace: RoutingTrace, step: int) -> int:
+    """Requests in one step of a trace: distinct request ids, each row of an unknown request
+    (id -1, a log without request ids) counted as a request of its own (as a run routes it)."""
+    req = np.asarray(trace.request_ids[trace.step_slice(step)])
+    known = req[req >= 0]
+    return int(np.unique(known).size + np.count_nonzero(req < 0))
+
+
+def mean_requests(trace: RoutingTrace) -> float:
+    """Mean :func:`trace_requests` over the trace's steps (the batch a run on it reports)."""
+    return float(np.mean([trace_requests(trace, s) for s in range(trace.n_steps)]))
+
+
 def layer_counts(ids: np.ndarray, n_experts: int) -> np.ndarray:
     """``(n_layers, n_experts)`` counts of ``ids`` shaped ``(n_tokens, n_layers, top_k)``."""
     n_layers = ids.shape[1]
@@ -383,7 +402,12 @@ def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
     Raises:
         TraceFormatError: not a trace file, unsupported version, or a missing/bad field.
     """
+    from sieve.workload.sniff import describe_kind, sniff
+
     path = Path(path)
+    kind = sniff(path)
+    if kind not in ("sieve-trace", "npz", "unknown"):  # a file for another reader
+        raise TraceFormatError(describe_kind(path, "a sieve routing trace (.npz)"))
     try:
         npz = np.load(path, allow_pickle=False)
     except _NPZ_ERRORS as exc:
@@ -464,6 +488,51 @@ class CountTrace:
         """``(n_layers, n_experts)`` share of each expert in its layer (rows sum to 1)."""
         tot = self.counts.sum(axis=1, keepdims=True).astype(float)
         return np.divide(self.counts, tot, out=np.zeros(self.counts.shape), where=tot > 0)
+
+    def save(self, path: str | Path) -> Path:
+        """Write as an uncompressed ``.npz`` (format :data:`COUNTS_FORMAT_NAME`), atomically:
+        a JSON ``header`` (format, version, meta, n_tokens) and the int64 ``counts``."""
+        path = Path(path)
+        header = {"format": COUNTS_FORMAT_NAME, "version": FORMAT_VERSION,
+                  "meta": self.meta.to_json(), "n_tokens": self.n_tokens}
+        arrays = {"header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+                  "counts": np.ascontiguousarray(self.counts, dtype=np.int64)}
+        with atomic_write(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return path
+
+
+def load_counts(path: str | Path) -> CountTrace:
+    """Read a :class:`CountTrace` written by :meth:`CountTrace.save`.
+
+    Raises:
+        TraceFormatError: not a count trace (the message says what the file is), or a bad field.
+    """
+    from sieve.workload.sniff import describe_kind
+
+    path = Path(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except _NPZ_ERRORS:
+        raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)")) from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)"))
+    with npz:
+        if "header" not in npz.files or "counts" not in npz.files:
+            raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)"))
+        raw = _member(path, npz, "header")
+        try:
+            header = json.loads(raw.tobytes().decode())
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
+        if not isinstance(header, dict) or header.get("format") != COUNTS_FORMAT_NAME:
+            raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)"))
+        counts = _member(path, npz, "counts")
+    try:
+        meta = TraceMeta.from_json(header.get("meta"))
+        return CountTrace(counts=counts, meta=meta, n_tokens=header.get("n_tokens"))
+    except ConfigError as exc:
+        raise TraceFormatError(f"{path}: {exc}") from None
 
 
 def contiguous_placement(n_experts: int, n_gpus: int) -> np.ndarray:
