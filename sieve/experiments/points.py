@@ -23,11 +23,11 @@ __all__ = ["CHANNEL_COLUMNS", "TIMELINE_COLUMNS", "Point", "PointResult", "paper
 
 #: Columns of timeline.csv (every task of every measured step of a recorded point; ``step``
 #: counts the measured steps from 0).
-TIMELINE_COLUMNS = ("model", "method", "batch", "step", "name", "kind", "gpu", "layer", "mb",
-                    "start_ns", "end_ns")
+TIMELINE_COLUMNS = ("model", "system", "memory", "workload", "method", "batch", "step", "name",
+                    "kind", "gpu", "layer", "mb", "start_ns", "end_ns")
 #: Columns of pim_channels.csv (every PIM program of GPU 0 in that step, per pseudo-channel).
-CHANNEL_COLUMNS = ("model", "method", "batch", "program", "kind", "layer", "mb", "start_ns",
-                   "end_ns", "pc", "busy_frac")
+CHANNEL_COLUMNS = ("model", "system", "memory", "workload", "method", "batch", "program", "kind",
+                   "layer", "mb", "start_ns", "end_ns", "pc", "busy_frac")
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,10 @@ def simulate_point(point: Point, *, inputs: MutableMapping | None = None) -> Poi
     channels: list[dict] = []
     if keep:
         step = res.steps[0]
-        base = {"model": res.row["model"], "method": res.row["method"],
-                "batch": res.row["batch"]}
+        base = {k: res.row[k] for k in ("model", "system", "memory", "workload", "method",
+                                        "batch")}
         if point.timeline:
-            timeline = [{**base, "step": i, **{k: t[k] for k in TIMELINE_COLUMNS[4:]}}
+            timeline = [{**base, "step": i, **{k: t[k] for k in TIMELINE_COLUMNS[7:]}}
                         for i, st in enumerate(res.steps) for t in st.tasks]
         if point.channels:
             for j, c in enumerate(step.pim_channels):

@@ -23,14 +23,16 @@ from sieve.errors import ConfigError
 __all__ = ["GROUP_COLOR", "METHOD_STYLE", "TASK_GROUP", "figure_bytes", "plot_colocated",
            "plot_pareto", "plot_pim_channels", "plot_timeline", "task_group"]
 
-#: Colour and marker of every method (the same in every figure).
+#: Colour and marker of every method (the same in every figure): the Okabe-Ito colour-blind
+#: safe palette for the evaluated methods (each also has its own marker), greys and muted
+#: tones for the ablations.
 METHOD_STYLE = {
-    "gpu-only": ("#7f7f7f", "x"), "noexp": ("#1f77b4", "s"), "allexp": ("#ff7f0e", "^"),
-    "pimoe": ("#2ca02c", "D"), "duplex": ("#9467bd", "v"), "sieve": ("#d62728", "o"),
+    "gpu-only": ("#999999", "x"), "noexp": ("#0072B2", "s"), "allexp": ("#E69F00", "^"),
+    "pimoe": ("#009E73", "D"), "duplex": ("#CC79A7", "v"), "sieve": ("#D55E00", "o"),
     "sieve-cp": ("#000000", "P"),
-    "sieve-noattn": ("#e377c2", "o"), "sieve-nocomm": ("#bcbd22", "o"),
-    "sieve-roofline": ("#17becf", "o"), "sieve-nofixed": ("#ff9896", "o"),
-    "optimal": ("#8c564b", "*"),
+    "sieve-noattn": ("#56B4E9", "o"), "sieve-nocomm": ("#F0E442", "o"),
+    "sieve-roofline": ("#666666", "o"), "sieve-nofixed": ("#8C6D31", "o"),
+    "optimal": ("#333333", "*"),
 }
 METHOD_LABEL = {"gpu-only": "GPU-only", "noexp": "NoExp", "allexp": "AllExp",
                 "pimoe": "PIMoE", "duplex": "Duplex", "sieve": "Sieve", "sieve-cp": "Sieve-CP"}
@@ -147,9 +149,9 @@ def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
             ax.errorbar(xs, ys, xerr=np.array(xe).T, yerr=np.array(ye).T, fmt="none", ecolor=c,
                         elinewidth=0.8, capsize=2)
         if m == "sieve":
-            for x, y, b in zip(xs, ys, batches):
-                ax.annotate(f"B={b}", (x, y), fontsize=6, xytext=(3, 3),
-                            textcoords="offset points")
+            labels = list(zip(xs, ys, batches))
+    if "sieve" in {r["method"] for r in rows}:
+        _place_labels(ax, labels)
     system = rows[0].get("system", "")
     workload = rows[0].get("workload", "")
     ax.set_xlabel("Interactivity (tokens/s/user)")
@@ -163,6 +165,48 @@ def plot_pareto(rows: Sequence[dict], model: str | None = None, *, ax=None):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+#: Offsets (points) tried in turn for a point's label: right-above, left-above, right-below,
+#: left-below, further out.
+_LABEL_OFFSETS = ((4, 4), (-4, 4), (4, -4), (-4, -4), (8, 10), (-8, 10), (8, -12), (-8, -12),
+                  (0, 14), (0, -16))
+
+
+def _place_labels(ax, labels) -> None:
+    """Batch-size labels beside their points, each at the first offset where its box stays
+    inside the axes and overlaps neither an earlier label nor any marker of the plot; a label
+    with no such place is left out (tests/test_figures.py checks the result)."""
+    fig = ax.figure
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(r)
+    markers = []
+    for line in ax.lines:
+        for x, y in line.get_xydata():
+            px, py = ax.transData.transform((x, y))
+            ms = line.get_markersize() * fig.dpi / 72 / 2 + 1
+            markers.append((px - ms, py - ms, px + ms, py + ms))
+    placed = []
+
+    def clash(b):
+        if b.x0 < inside.x0 or b.x1 > inside.x1 or b.y0 < inside.y0 or b.y1 > inside.y1:
+            return True
+        for x0, y0, x1, y1 in markers + placed:
+            if b.x0 < x1 and b.x1 > x0 and b.y0 < y1 and b.y1 > y0:
+                return True
+        return False
+
+    for x, y, b in labels:
+        for dx, dy in _LABEL_OFFSETS:
+            t = ax.annotate(f"B={b}", (x, y), fontsize=6, xytext=(dx, dy),
+                            textcoords="offset points", ha="left" if dx >= 0 else "right",
+                            va="bottom" if dy >= 0 else "top")
+            bb = t.get_window_extent(r)
+            if not clash(bb):
+                placed.append((bb.x0, bb.y0, bb.x1, bb.y1))
+                break
+            t.remove()
 
 
 def plot_pim_channels(rows: Sequence[dict], methods: Sequence[str] | None = ("sieve", "pimoe"),
@@ -207,6 +251,11 @@ def plot_pim_channels(rows: Sequence[dict], methods: Sequence[str] | None = ("si
         mean = np.nanmean(grid)
         ax.set_title(f"{_label(m)}: mean busy {100 * mean:.0f} % while PIM runs", fontsize=9)
     axes[-1].set_xlabel("time in the step (us)")
+    first = rows[0]
+    where = ", ".join(str(first[k]) for k in ("model", "system", "memory", "workload")
+                      if first.get(k))
+    fig.suptitle(f"{where}, B={first.get('batch', '?')}: PIM channel utilisation",
+                 fontsize=9)
     fig.colorbar(mesh, ax=list(axes), label="busy fraction")
     return fig
 
@@ -286,7 +335,9 @@ def plot_timeline(rows: Sequence[dict], gpu: int = 0, layers: Sequence[int] | No
     meta = sel[0]
     title = f"GPU {gpu}"
     if {"method", "model"} <= set(meta):
-        title = f"{meta['model']}, {meta['method']}, B={meta.get('batch', '?')}: GPU {gpu}"
+        where = ", ".join(str(meta[k]) for k in ("model", "system", "memory", "workload")
+                          if meta.get(k))
+        title = f"{where}, {meta['method']}, B={meta.get('batch', '?')}: GPU {gpu}"
     if layers is not None:
         title += f", layer{'s' if len(layers) > 1 else ''} {', '.join(map(str, layers))}"
     if "step" in meta:
