@@ -1,13 +1,17 @@
-"""The examples of the docs run as written (docs/hardware.md block by block, some pages chained).
+"""The examples of the docs run as written.
 
-Every fenced ``python`` block is executed in a fresh namespace (in a temporary directory, so
-the files it saves land there); every fenced ``json`` / ``toml`` block is a system file that
-:func:`sieve.hw.load_system` must accept.
+Every fenced ``python`` block of every page in docs/ runs, the blocks of a page in page order in
+one namespace (a later block may use what an earlier one made), in a temporary directory that
+holds a copy of examples/ (so ``examples/...`` paths resolve and saved files land there). A block
+whose first line is ``# listing`` (a signature, or code that needs files of your own) is not
+run. docs/hardware.md's blocks also run one by one in fresh namespaces, and its ``json`` /
+``toml`` blocks are system files that :func:`sieve.hw.load_system` must accept.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,3 +107,31 @@ def test_model_of_computation_cost_example_prints_its_comment(tmp_path, monkeypa
     printed = capsys.readouterr().out.strip()
     comment = next(ln for ln in blocks[0].splitlines() if ln.startswith("# ") and " ns " in ln)
     assert comment[2:].startswith(printed)
+
+
+DOCS = DOC.parent
+EXAMPLES = DOC.parents[1] / "examples"
+
+
+def _page_blocks(page: Path) -> list[tuple[int, str]]:
+    text = page.read_text(encoding="utf-8")
+    return [(text[:m.start()].count("\n") + 1, m.group(2)) for m in FENCE.finditer(text)
+            if m.group(1) == "python"]
+
+
+PAGES = sorted(p for p in DOCS.glob("*.md") if _page_blocks(p)) if DOCS.exists() else []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_python_block_of_every_page_runs_in_page_order(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if EXAMPLES.exists():
+        shutil.copytree(EXAMPLES, tmp_path / "examples")
+    ns = {"__name__": "docs_example"}
+    ran = 0
+    for line, code in _page_blocks(page):
+        if code.lstrip().startswith("# listing"):
+            continue
+        exec(compile(code, f"{page}:{line}", "exec"), ns)
+        ran += 1
+    assert ran > 0
