@@ -35,10 +35,13 @@ def _estimator(observe: bool) -> Estimator:
     return est
 
 
+#: the lanes' period bounds of two-batch overlap (chain, GPU, HBM, PIM), or none
+periods = st.one_of(st.just((0.0,) * 4), st.tuples(*[st.floats(0, 2e5)] * 4))
 loads = st.builds(
-    lambda counts, t, busy, comm: (np.array(counts, dtype=np.int64), t, busy, comm),
+    lambda counts, t, period, busy, comm: (np.array(counts, dtype=np.int64), t + period, busy,
+                                           comm),
     st.lists(st.integers(0, 48), min_size=1, max_size=32),
-    st.tuples(*[st.floats(0, 8e4)] * 4),
+    st.tuples(*[st.floats(0, 8e4)] * 4), periods,
     st.floats(0, 1e5), st.floats(0, 1e5))
 
 
@@ -51,13 +54,16 @@ def test_never_rated_worse_than_a_baseline(args, observe):
     the scan covers; PIMoE's too, on these layers."""
     counts, t, busy, comm = args
     est = _estimator(observe)
+    hbm, gpu, disp, pim, chain, pg, ph, pp = t
     load = LayerLoad(counts, est.shape, pim_busy_ns=busy, comm_ns=comm,
-                     timing=LayerTiming(*t))
+                     timing=LayerTiming(hbm, gpu, disp, pim, chain_ns=chain, gpu_period_ns=pg,
+                                        hbm_period_ns=ph, pim_period_ns=pp))
     p = sieve_cp(load, est)
     ref, steps = sieve_cp_reference(load, est)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
     mine = cp_estimate(load, est, p.on_pim)
-    assert mine == pytest.approx(p.est_total_ns, rel=1e-12, abs=1e-9)
+    if not any(t[4:]):  # without the period bounds the estimate is the expert phase's end
+        assert mine == pytest.approx(p.est_total_ns, rel=1e-12, abs=1e-9)
     for b in BASELINES:
         other = get_method(b)(load, est)
         assert mine <= cp_estimate(load, est, other.on_pim) * (1 + 1e-12) + 1e-9, b
@@ -85,6 +91,31 @@ def test_the_timing_decides():
     # a layer outside a step: PIM after what occupies it, all else at once
     ld = LayerLoad(counts, est.shape, pim_busy_ns=5e4)
     assert timing_of(ld) == LayerTiming(pim_ready_ns=5e4)
+
+
+def test_a_shared_lane_under_two_batch_overlap_decides():
+    """Under two-batch overlap the other micro-batch's kernels fill the GPU's compute lane: a
+    layer whose lane is already the busiest keeps its experts on PIM (AllExp), where the same
+    timing without the period bound moves some to the GPU; a busy PIM moves more to the GPU.
+    With every period term 0 the estimate is the expert phase's end."""
+    est = _estimator(True)
+    counts = np.array([30, 12, 6, 3, 2, 1, 1, 1, 1, 1, 1, 1] + [0] * 20)
+    free = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming()), est)
+    assert 0 < free.gpu_experts.size < np.count_nonzero(counts)
+    gpu_bound = sieve_cp(LayerLoad(counts, est.shape,
+                                   timing=LayerTiming(gpu_period_ns=1e6, chain_ns=1e3)), est)
+    assert gpu_bound.gpu_experts.size == 0
+    pim_bound = sieve_cp(LayerLoad(counts, est.shape,
+                                   timing=LayerTiming(pim_period_ns=1e6)), est)
+    assert pim_bound.gpu_experts.size > free.gpu_experts.size
+    # the chain adds to every split alike: the same split as without it
+    chained = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming(chain_ns=5e4)), est)
+    assert np.array_equal(chained.on_pim, free.on_pim)
+    for on in (free.on_pim, counts > 0):
+        assert (cp_estimate(LayerLoad(counts, est.shape, timing=LayerTiming(chain_ns=5e4)),
+                            est, on)
+                == pytest.approx(cp_estimate(LayerLoad(counts, est.shape,
+                                                       timing=LayerTiming()), est, on) + 5e4))
 
 
 def test_layer_timing_is_checked():

@@ -139,25 +139,48 @@ Q_C = 12      # when the link can take the layer's combine (a floor of the estim
 Q_EG = 13     # out: estimated end of the GPU-side experts
 Q_EP = 14     # out: estimated end of the PIM-side experts
 Q_STEPS = 15  # out: candidate moves evaluated
-Q_N = 16
+# two-batch overlap: the layer's period is also bounded by each lane's work of both
+# micro-batches (sieve.sched.partition.LayerTiming; 0 outside it drops the bound)
+Q_CHAIN = 16  # this micro-batch's own work of the layer outside its expert phase
+Q_PG = 17     # compute-lane work of both micro-batches in the layer, these experts excepted
+Q_PH = 18     # HBM-lane weight streams of both, likewise
+Q_PP = 19     # PIM work of both, likewise
+Q_N = 20
 
 
 cdef inline double _cp_gpu(double n, double tok, double w, double a, double f, double bw,
                            double peak, double k0, double h, double g, double d) noexcept nogil:
     """End of the GPU-side experts: the grouped GEMM streams its weights from when the HBM lane
-    is free (t_GPU = k0 + max(bytes / bw, FLOPs / peak)), and cannot end before its tokens'
-    activations have streamed after the dispatch and a free compute lane."""
+    is free (t_GPU = k0 + max(bytes / bw, FLOPs / peak)), and cannot end before its kernels'
+    fixed time k0 and its tokens' activations have run after the dispatch on a free compute
+    lane (work queued there, e.g. the other micro-batch's, goes first)."""
     if n <= 0:
         return 0.0
     cdef double t_gpu = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak)
-    return _dmax(h + t_gpu, _dmax(g, d) + a * tok / bw)
+    return _dmax(h + t_gpu, _dmax(g, d) + k0 + a * tok / bw)
+
+
+cdef inline double _cp_obj(double t, double n, double tok, double pim, double w, double a,
+                           double f, double bw, double peak, double k0, double chain,
+                           double pg, double ph, double pp) noexcept nogil:
+    """The layer's estimate: the expert phase's end T after this micro-batch's own chain, and
+    (two-batch overlap) each lane's work of both micro-batches with this split's: the GPU
+    experts' weight stream on the HBM lane, the rest of their kernel time on the compute lane,
+    the PIM program on PIM. With the period terms 0 it is T (each lane term is <= T)."""
+    cdef double occ_h = 0.0, occ_g = 0.0
+    if n > 0:
+        occ_h = w * n / bw
+        occ_g = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak) - occ_h
+    return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
 
 
 def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1] on_pim,
                     double[::1] par):
     """One decision of the critical-path Sieve: the seed's sort and single scan, moving the next
-    most popular expert to the GPU while T = max(link free for the combine, end of GPU experts,
-    end of PIM experts) strictly decreases (Q_* layout of par). Returns the experts moved, -1 on no memory."""
+    most popular expert to the GPU while the estimate strictly decreases: T = max(link free for
+    the combine, end of GPU experts, end of PIM experts), under two-batch overlap with the
+    lanes' period bounds (_cp_obj; Q_* layout of par). Returns the experts moved, -1 on no
+    memory."""
     cdef Py_ssize_t E = counts.shape[0]
     cdef Py_ssize_t K = table.shape[0]
     cdef Py_ssize_t i, j, n_act = 0, moved = 0, steps = 0
@@ -170,6 +193,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef double w = par[Q_W], a = par[Q_A], f = par[Q_F], bw = par[Q_BW], peak = par[Q_PEAK]
     cdef double k0 = par[Q_K0], h = par[Q_H], g = par[Q_G], d = par[Q_D], p = par[Q_P]
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
+    cdef double chain = par[Q_CHAIN], pg = par[Q_PG], ph = par[Q_PH], pp = par[Q_PP]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
     for i in range(E):
@@ -208,14 +232,17 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
         p0 = _dmax(p, d)  # the PIM program starts after its tokens and a free PIM
         eg_cur = 0.0
         ep_cur = p0 + pim if n_act > 0 else 0.0
-        t_cur = _dmax(cr, _dmax(eg_cur, ep_cur))
+        t_cur = _cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, a, f, bw, peak,
+                        k0, chain, pg, ph, pp)
         for j in range(n_act):
             c = counts[order[j]]
             pe = table[c] if c < K else c * slope
             e_g = _cp_gpu(n_g + 1, tok_g + c, w, a, f, bw, peak, k0, h, g, d)
             pim -= pe + (fixed if j == n_act - 1 else 0.0)
             e_p = p0 + pim if j < n_act - 1 else 0.0
-            t_new = _dmax(cr, _dmax(e_g, e_p))
+            t_new = _cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tok_g + c,
+                            pim if j < n_act - 1 else 0.0, w, a, f, bw, peak, k0, chain, pg,
+                            ph, pp)
             steps += 1
             if t_new < t_cur:
                 n_g += 1

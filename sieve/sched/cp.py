@@ -14,11 +14,12 @@ dependency graph, from when each resource is free (:class:`~sieve.sched.partitio
 filled by the step simulator from its schedule at the decision):
 
 * GPU experts: their grouped GEMM streams its weights once the HBM lane is free,
-  ``E_G = max(h + k0 + max(bytes(G) / bw, FLOPs(G) / peak), max(g, d) + act_bytes(G) / bw)``:
-  the weights (``h``: HBM free) and the activations of tokens that arrive with the dispatch
-  (``d``) on a free compute lane (``g``); ``k0`` is its kernel launches' fixed time (two
-  grouped GEMMs, the GPU calibration's ``t0``), the rest the seed's roofline at the estimator's
-  rates;
+  ``E_G = max(h + k0 + max(bytes(G) / bw, FLOPs(G) / peak), max(g, d) + k0 +
+  act_bytes(G) / bw)``: the weights (``h``: HBM free), and the kernels' fixed time and the
+  activations of tokens that arrive with the dispatch (``d``) on a free compute lane (``g``,
+  after the work queued there: under two-batch overlap the other micro-batch's); ``k0`` is its
+  kernel launches' fixed time (two grouped GEMMs, the GPU calibration's ``t0``), the rest the
+  seed's roofline at the estimator's rates;
 * PIM experts: ``E_P = max(p, d) + T_PIM(S)`` (after their tokens and a free PIM; ``T_PIM``
   from the EMA table as the seed's, plus the program's once-paid GPU step);
 * ``T = max(C, E_G, E_P)``: the combine follows both, and cannot start before the link is
@@ -26,10 +27,18 @@ filled by the step simulator from its schedule at the decision):
   same link). On a plateau (``C`` dominates) the scan stops at its first non-decrease, i.e.
   keeps the GPU free for the other micro-batch.
 
-``E_G`` never decreases and ``E_P`` never increases along the sorted prefixes, so ``T`` is
-quasi-convex along the scan and the first non-decrease is the best prefix: every split that is
-a prefix of the popularity order (all on PIM = AllExp, all on GPU = NoExp, Duplex's, the
-seed's Sieve's) is one this estimate rates no better (tests/test_sched_cp.py).
+Under two-batch overlap the layer's period is also bounded by each lane's work of both
+micro-batches, and the scan minimises ``J = max(T + chain, P_gpu + occ_gpu(G), P_hbm +
+occ_hbm(G), P_pim + T_PIM(S))`` (:class:`~sieve.sched.partition.LayerTiming`'s period fields;
+``occ``: the GPU experts' weight stream on the HBM lane, the rest of their kernel time on the
+compute lane). GPU experts then count as the delay they put on the other micro-batch's chain
+on a busy compute lane. With the period fields 0 (no overlap) ``J = T``.
+
+``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along
+the sorted prefixes, so the estimate is quasi-convex along the scan and the first non-decrease
+is the best prefix: every split that is a prefix of the popularity order (all on PIM = AllExp,
+all on GPU = NoExp, Duplex's, the seed's Sieve's) is one this estimate rates no better
+(tests/test_sched_cp.py).
 
 Two implementations, decision for decision the same (tests): the compiled loop
 (``sieve.sched._greedy.sieve_cp_greedy``) and :func:`sieve_cp_reference` in Python.
@@ -102,11 +111,13 @@ def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> np.ndarray:
     par[_QP] = t.pim_ready_ns
     par[_QC] = t.combine_ready_ns
     par[_QF] = est.pim_fixed_ns("tp")
+    par[_PERIOD] = (t.chain_ns, t.gpu_period_ns, t.hbm_period_ns, t.pim_period_ns)
     return par
 
 
 _QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
                                 _greedy.Q_C, _greedy.Q_FIXED)
+_PERIOD = np.array([_greedy.Q_CHAIN, _greedy.Q_PG, _greedy.Q_PH, _greedy.Q_PP])
 
 
 def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
@@ -121,7 +132,8 @@ def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
         t_gpu = gpu_launch_ns(est) + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
                                          aff.f * tok / aff.flops_per_ns)
         e_g = max(t.hbm_ready_ns + t_gpu,
-                  max(t.gpu_ready_ns, t.dispatch_ns) + aff.a * tok / aff.bytes_per_ns)
+                  max(t.gpu_ready_ns, t.dispatch_ns) + gpu_launch_ns(est)
+                  + aff.a * tok / aff.bytes_per_ns)
     pim = (c > 0) & on_pim
     e_p = 0.0
     if pim.any():
@@ -131,12 +143,28 @@ def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
 
 
 def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray) -> float:
-    return max(timing_of(load).combine_ready_ns, *_ends(load, est, aff, on_pim))
+    t = timing_of(load)
+    big_t = max(t.combine_ready_ns, *_ends(load, est, aff, on_pim))
+    c = load.counts
+    gpu = (c > 0) & ~on_pim
+    n, tok = float(gpu.sum()), float(c[gpu].sum())
+    occ_h = occ_g = 0.0
+    if n:
+        occ_h = aff.w * n / aff.bytes_per_ns
+        occ_g = (gpu_launch_ns(est) + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
+                                          aff.f * tok / aff.flops_per_ns) - occ_h)
+    pim = (c > 0) & on_pim
+    t_pim = 0.0
+    if pim.any():
+        t_pim = est.pim_fixed_ns("tp") + float(est._pim_fast(np.where(pim, c, 0)).sum())
+    return max(big_t + t.chain_ns, t.gpu_period_ns + occ_g, t.hbm_period_ns + occ_h,
+               t.pim_period_ns + t_pim)
 
 
 def cp_estimate(load: LayerLoad, est: Estimator, on_pim) -> float:
-    """The critical-path estimate ``max(C, E_G, E_P)`` of any TP split (``on_pim`` per local
-    expert), ns from the decision's end."""
+    """The critical-path estimate of any TP split (``on_pim`` per local expert), ns from the
+    decision's end: ``max(C, E_G, E_P)``, under two-batch overlap with the lanes' period bounds
+    (module docstring)."""
     mask = np.asarray(on_pim, dtype=bool) & (load.counts > 0)
     return _total(load, est, _affine(est), mask)
 

@@ -26,7 +26,11 @@ __all__ = ["LayerLoad", "LayerTiming", "Partition"]
 @dataclass(frozen=True)
 class LayerTiming:
     """When the resources a layer's expert phase needs become free, as the step knows at the
-    decision (ns from the decision's end; the critical-path Sieve, :mod:`sieve.sched.cp`).
+    decision (ns from the decision's end; the critical-path Sieve, :mod:`sieve.sched.cp`), and
+    under two-batch overlap each lane's work of the layer: the two micro-batches share the
+    lanes, so a layer's period is also bounded by each lane's work of both in it. The period
+    fields are 0 outside two-batch overlap (0 drops the bound: the estimate is then the end of
+    the expert phase alone).
 
     Attributes:
         hbm_ready_ns: the GPU's HBM lane is free to stream expert weights.
@@ -35,6 +39,13 @@ class LayerTiming:
         pim_ready_ns: the PIM units are free (attention, or the other micro-batch's work).
         combine_ready_ns: the link is free for the layer's combine (the other micro-batch's
             collectives queued before it under two-batch overlap; 0 when nothing waits).
+        chain_ns: this micro-batch's own work of the layer outside its expert phase (its GPU
+            kernels, attention, decision and collectives other than the dispatch), in order.
+        gpu_period_ns: the compute-lane work of both micro-batches in the layer, this one's
+            experts excepted (kernels, decisions, the other's GPU experts once decided).
+        hbm_period_ns: the HBM lane's weight streams of both, likewise.
+        pim_period_ns: the PIM units' work of both, likewise (attention, the other's PIM
+            experts once run).
     """
 
     hbm_ready_ns: float = 0.0
@@ -42,10 +53,15 @@ class LayerTiming:
     dispatch_ns: float = 0.0
     pim_ready_ns: float = 0.0
     combine_ready_ns: float = 0.0
+    chain_ns: float = 0.0
+    gpu_period_ns: float = 0.0
+    hbm_period_ns: float = 0.0
+    pim_period_ns: float = 0.0
 
     def __post_init__(self):
         for n in ("hbm_ready_ns", "gpu_ready_ns", "dispatch_ns", "pim_ready_ns",
-                  "combine_ready_ns"):
+                  "combine_ready_ns", "chain_ns", "gpu_period_ns", "hbm_period_ns",
+                  "pim_period_ns"):
             object.__setattr__(self, n, check_number("layer timing", n, getattr(self, n)))
 
 

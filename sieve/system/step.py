@@ -367,6 +367,8 @@ class _Builder:
         self.attn_tasks: dict[tuple, Task] = {}
         self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
+        self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
+        self.pim_expert_ns: dict[tuple, float] = {}  # PIM expert programs run, (g, layer, mb)
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -556,6 +558,7 @@ class _Builder:
                 on_start=self._decider(g, layer, li, mb, local, join,
                                        [disp] if multi else [], copies, prio)))
             scheds.append(sc)
+            self.sched_tasks[(g, layer, mb)] = sc
         after = joins
         if multi:
             t_comb = self.st.precise.comm_ns(EpExchange("combine", copies,
@@ -703,8 +706,43 @@ class _Builder:
             if self.tbo:  # the other micro-batch's collectives of this layer still to run
                 c += sum(float(t.duration) for t in self.link_tasks.get((layer, 1 - mb), ())
                          if not t.placed and t.name != "combine")
+        period = self._period(task, g, layer, mb) if self.tbo else {}
         return LayerTiming(hbm_ready_ns=h, gpu_ready_ns=gpu, dispatch_ns=d, pim_ready_ns=pim,
-                           combine_ready_ns=c)
+                           combine_ready_ns=c, **period)
+
+    def _period(self, task: Task, g: int, layer: int, mb: int) -> dict[str, float]:
+        """Two-batch overlap: each lane's work of both micro-batches in this layer, this
+        micro-batch's experts excepted, and this one's own chain outside its expert phase
+        (:class:`~sieve.sched.partition.LayerTiming`). Placed work counts as it ran, the rest
+        as built; attention not yet run at its observed EMA; the other micro-batch's experts
+        once it has decided (GPU) or run them (PIM)."""
+        def dur(t: Task) -> float:
+            return t.end_ns - t.start_ns if t.placed else float(t.duration)
+
+        lanes = {"gpu": 0.0, "hbm": 0.0, "pim": 0.0}
+        chain = 0.0
+        attn_ema = (self.st.attn_seen[g].get(self.model.layer_types[layer], 0.0)
+                    if self.pim_mode else 0.0)
+        for m in (mb, 1 - mb):
+            for t in self.layer_tasks.get((g, layer, m), ()):
+                lane = t.lanes[0].rstrip("0123456789")
+                lanes[lane] += dur(t)
+                if m == mb and lane == "gpu":
+                    chain += dur(t)
+            a = self.attn_tasks.get((g, layer, m))
+            if a is not None:
+                t_a = dur(a) if a.placed else attn_ema
+                lanes["pim"] += t_a
+                chain += t_a if m == mb else 0.0
+            sc = self.sched_tasks.get((g, layer, m))
+            if sc is not None:
+                lanes["gpu"] += dur(sc)
+            lanes["pim"] += self.pim_expert_ns.get((g, layer, m), 0.0) if m != mb else 0.0
+        chain += dur(task)
+        chain += sum(dur(t) for t in self.link_tasks.get((layer, mb), ())
+                     if t.name != "dispatch")
+        return {"chain_ns": chain, "gpu_period_ns": lanes["gpu"],
+                "hbm_period_ns": lanes["hbm"], "pim_period_ns": lanes["pim"]}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
@@ -720,6 +758,7 @@ class _Builder:
                                pcs_per_expert=part.pcs_per_expert, placement=part.placement,
                                **kw)
             dur = r.total_ns + (r.pim.start_ns - start)  # the device starts on its next tick
+            self.pim_expert_ns[(g, layer, mb)] = dur
             # what each expert took itself: its kernels under the "layer" order (the one GPU
             # step is the program's, seen as its once-paid time), its span otherwise
             own = (r.expert_busy_ns if part.pim_order == "layer"
