@@ -153,6 +153,51 @@ def _cmd_characterize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_model(args: argparse.Namespace) -> int:
+    """List the model presets, or show one model (a preset or a config.json) as sieve reads
+    it: structure, parameter counts, the router fit its runs get, and where it came from."""
+    from sieve.model import MODELS, get_model
+    from sieve.workload.router import resolve_router
+
+    if args.name is None:
+        width = max(len(n) for n in MODELS)
+        print("model presets:")
+        for name, m in MODELS.items():
+            print(f"  {name:<{width}}  {m.family}, {m.n_layers} layers, {m.n_experts} experts "
+                  f"top-{m.top_k}, {m.total_params() / 1e9:.1f}B total")
+        from sieve.model import FAMILIES
+
+        print("(`sieve model NAME` or `sieve model path/to/config.json` shows one; config.json "
+              f"model types read: {', '.join(sorted(FAMILIES))}, others with the standard MoE "
+              "fields through the generic reader)")
+        return 0
+    m = get_model(args.name)
+    a = m.attention
+    types = {t: m.layer_types.count(t) for t in dict.fromkeys(m.layer_types)}
+    print(f"{m.name}: family {m.family}, {m.n_layers} layers "
+          f"({', '.join(f'{n} {t}' for t, n in types.items())}), hidden {m.hidden_size}, "
+          f"vocab {m.vocab_size}")
+    if a.kind == "mla":
+        print(f"  attention: MLA, {a.n_heads} heads, kv_lora_rank {a.kv_lora_rank}")
+    else:
+        print(f"  attention: {a.n_heads} query heads on {a.n_kv_heads} KV heads of {a.head_dim}"
+              + (f", window {m.sliding_window}" if m.sliding_window else ""))
+    print(f"  experts: {m.n_moe_layers} MoE layers x {m.n_experts} routed experts, top-"
+          f"{m.top_k}, width {m.moe_intermediate_size}"
+          + (f"; {m.n_shared_experts} shared of width {m.shared_intermediate_size}"
+             + (" (gated)" if m.shared_expert_gate else "") if m.n_shared_experts else "")
+          + (f"; {len(m.dense_layer_ids)} dense layers of width {m.dense_intermediate_size}"
+             if m.dense_layer_ids else ""))
+    print(f"  router: {m.router.scoring}, top-k renormalised: {m.router.norm_topk_prob}")
+    print(f"  parameters: {m.total_params() / 1e9:.3f}B total, {m.active_params() / 1e9:.3f}B "
+          f"active per token (input embedding included; "
+          f"{m.active_params(include_embedding=False) / 1e9:.3f}B without)")
+    fit, _, how = resolve_router(m.name)
+    print(f"  synthetic router: the fit to {fit} ({how}; `sieve run --router FIT` chooses)")
+    print(f"  source: {m.source or 'preset (sieve/model/presets.py)'}")
+    return 0
+
+
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from sieve.hw import comm, gpu
     from sieve.hw import presets as hardware
@@ -461,7 +506,7 @@ _layers_type.__name__ = "layers"
 def _run_kw(args: argparse.Namespace) -> dict:
     return {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
             "seed": args.seed, "microbatches": args.microbatches, "overlap": args.overlap,
-            "layers": args.layers, "trace": args.trace}
+            "layers": args.layers, "trace": args.trace, "router": args.router}
 
 
 def _cache_path(args: argparse.Namespace):
@@ -512,6 +557,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sieve.system import setups
 
     check_out_dir(args.out)  # before any work
+    if args.trace is not None and args.router is not None:
+        raise ConfigError("sieve run: --router with --trace: a trace routes the steps itself "
+                          "(the synthetic router is not used); give one of them")
     methods = (list(METHODS_MAIN) if args.methods == "all" else
                [get_method(m).name for m in _split_list(args.methods, "--methods")])
     kw = _run_kw(args)
@@ -557,6 +605,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             batches = [b]
         if args.colocated:
             kw["colocated"] = True
+        from sieve.model import MODELS, get_model
+
+        if model.strip().lower() not in MODELS:  # a config.json: say how it was read
+            mdl = get_model(model)
+            print(f"# {mdl.name}: family {mdl.family}, {mdl.total_params() / 1e9:.2f}B "
+                  f"parameters, from {mdl.source}")
         exp = main_experiment(model, system, methods, batches, **kw)
     ev, paths = _execute(exp, args, command="run", source="sieve run", lenient=False)
     _print_rows(ev.runs)
@@ -589,6 +643,11 @@ def _print_rows(runs) -> None:
         mode = ("two-batch overlap" if overlap == "tbo" else
                 "2 interleaved micro-batches" if mbs == 2 else "sequential")
         print(f"# {system}: PIM preset {memory}, execution mode {mode}")
+    for model, fit, how in sorted({(r["model"], r.get("router"), r.get("router_source"))
+                                   for r in runs if r.get("router") is not None}):
+        print(f"# {model}: routed by "
+              + ("its trace file" if fit == "trace" else
+                 f"the synthetic router fitted to {fit} ({how}; --router FIT chooses)"))
     def x(v):
         return f"{v:>7.2f}x" if v is not None else f"{'-':>8}"
 
@@ -966,6 +1025,10 @@ def _add_run_flags(p) -> None:
                    "spread evenly and scaled (default 4), or 'all' (exact, slower)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "
                    "(.npz, sieve.workload.trace) instead of the model's synthetic router")
+    p.add_argument("--router", default=None, metavar="FIT", help="the synthetic router's fit "
+                   "to route with, by the model it was fitted to (e.g. gpt-oss-120b, "
+                   "mixtral-8x7b; default: the model's own, or qwen3-30b-a3b's for a model "
+                   "without one; the run's output names the one used)")
 
 
 def _add_exec_flags(p) -> None:
@@ -1154,7 +1217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None, help="system preset or file (default: the seed's "
                    "system for the model)")
     p.add_argument("--methods", default="all", help="comma-separated schedulers or 'all' "
-                   "(gpu-only, noexp, allexp, pimoe, duplex, sieve)")
+                   "(gpu-only, noexp, allexp, pimoe, duplex, sieve, sieve-cp)")
     p.add_argument("--batch", default=None, help="comma-separated batch sizes (default 4,16,64)")
     p.add_argument("--paper", action="store_true", help="seed Figures 9-11 in full (three "
                    "models, B = 1..256, HH-RLHF and MATH-500, colocated batches drawn and "
@@ -1258,6 +1321,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="redraw the figures of a result folder from its CSV tables")
     p.add_argument("folder", help="a folder written by sieve run or sieve timeline")
     p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser("model", help="list the model presets, or show one model (preset or "
+                       "config.json) as sieve reads it: structure, parameters, router fit, "
+                       "the fields a generic config was read from")
+    p.add_argument("name", nargs="?", help="model preset or config.json (file or folder)")
+    p.set_defaults(func=_cmd_model)
 
     p = sub.add_parser("hardware", help="list GPU/system/link presets, or show one with sources")
     p.add_argument("name", nargs="?", help="GPU, system or link preset name")

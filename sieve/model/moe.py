@@ -436,8 +436,11 @@ class MoeModel:
 def load_hf_config(path: str | Path, name: str | None = None) -> MoeModel:
     """Load a model from a Hugging Face ``config.json``.
 
-    Supported schemas: Mixtral, Qwen3-MoE, Qwen3-Next, Qwen3.5-MoE (``text_config`` may nest),
-    gpt-oss, DeepSeek-V3 (see :data:`sieve.model.hf_config.FAMILIES`).
+    Supported schemas (:data:`sieve.model.hf_config.FAMILIES`): Mixtral, Qwen3-MoE, Qwen3-Next,
+    Qwen3.5-MoE (``text_config`` may nest), gpt-oss, DeepSeek-V3, DeepSeek-V2, OLMoE,
+    Qwen2-MoE, Llama 4 (its text model), GLM-4-MoE, Granite-MoE and DBRX; any other
+    ``model_type`` with the standard MoE fields goes through the generic reader, and the
+    model's ``source`` then names every field it read and every default it assumed.
 
     Args:
         path: the config.json file.
@@ -462,8 +465,9 @@ def load_hf_config(path: str | Path, name: str | None = None) -> MoeModel:
     if name is None:
         name = p.parent.name if p.stem == "config" and p.parent.name else p.stem
     kwargs = parse_hf_config(data, str(p))  # its errors name the file and the field
+    note = kwargs.pop("source_note", None)
     try:
-        return MoeModel(name=name, source=str(p), **kwargs)
+        return MoeModel(name=name, source=f"{p} ({note})" if note else str(p), **kwargs)
     except ConfigError as exc:
         raise ConfigError(f"{who}: {exc}") from None
 

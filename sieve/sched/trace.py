@@ -222,7 +222,7 @@ def schedule_synthetic(model, system: str | SystemConfig, method: str, batch: in
     calibrated synthetic router (seed ``seed``). With ``warmup`` > 0, that many earlier steps
     are scheduled first and ``observe`` feeds the EMA tables (the step printed is the last).
     """
-    from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
+    from sieve.workload.router import RouterShape, SyntheticRouter, resolve_router
 
     system = get_system(system)
     for name, v, lo in (("batch", batch, 1), ("context_len", context_len, 1),
@@ -231,7 +231,7 @@ def schedule_synthetic(model, system: str | SystemConfig, method: str, batch: in
             raise ConfigError(f"schedule: {name} must be an integer >= {lo}, got {v!r}")
     # the model's calibrated preset when it has one (a config.json model gets the default)
     shape = RouterShape(model.name, model.n_experts, model.top_k, tuple(model.moe_layer_ids))
-    params = PRESET_FITS["joint"].get(model.name.strip().lower())
+    _, params, _ = resolve_router(model.name)
     router = SyntheticRouter(shape, params, seed=int(seed))
     trace = router.generate(int(batch), int(warmup) + 1)
     ctx = np.full(int(batch), int(context_len), dtype=np.int64)

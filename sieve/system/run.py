@@ -43,7 +43,7 @@ from sieve.system.step import (
     simulate_step,
 )
 from sieve.workload.batch import colocated_batch, decode_batch, step_trace
-from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
+from sieve.workload.router import RouterShape, SyntheticRouter, resolve_router
 
 __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_key"]
 
@@ -51,7 +51,8 @@ __all__ = ["RUN_COLUMNS", "RunConfig", "RunResult", "simulate_run", "step_input_
 RUN_COLUMNS = (
     "model", "system", "n_gpus", "gpu", "memory", "method", "batch", "workload", "colocated",
     "n_prefill", "seed",
-    "parallel", "microbatches", "overlap", "pim_order", "estimator", "steps", "warmup",
+    "parallel", "microbatches", "overlap", "router", "router_source", "pim_order", "estimator",
+    "steps", "warmup",
     "layers_simulated", "n_layers", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
     "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
     "gpu_busy_frac", "hbm_busy_frac", "pim_busy_frac", "link_busy_frac",
@@ -80,6 +81,10 @@ class RunConfig:
             n_steps``, its requests and phases are the trace's (``batch`` is then only a label;
             the row reports the mean requests per step), decode contexts are drawn from
             ``workload``. Its experts and top-k must be the model's.
+        router: whose synthetic-router fit routes the steps (a model with a fit,
+            ``sieve.workload.router.ROUTER_PRESETS``); None: the model's own, or for a model
+            without one the default fit (``DEFAULT_ROUTER``). The row's ``router`` and
+            ``router_source`` columns say which was used.
         Other fields: :class:`sieve.system.step.StepOptions`.
     """
 
@@ -105,6 +110,7 @@ class RunConfig:
     overlap: str = StepOptions.overlap
     system_overrides: tuple[tuple[str, Any], ...] = ()
     trace: str | None = None
+    router: str | None = None
 
     def __post_init__(self):
         for n, lo in (("batch", 1), ("steps", 1), ("warmup", 0), ("seed", 0)):
@@ -117,6 +123,11 @@ class RunConfig:
         if isinstance(ov, Mapping):
             ov = tuple(sorted(ov.items()))
         object.__setattr__(self, "system_overrides", tuple(tuple(x) for x in ov))
+        if self.router is not None:
+            resolve_router("", self.router)  # one line listing the fits if it is not one
+            if self.trace is not None:
+                raise ConfigError(f"run: router {self.router!r} with trace {self.trace!r}: "
+                                  "a trace routes the steps itself; give one of them")
         opts = self.options()  # validates the step options
         object.__setattr__(self, "microbatches", opts.microbatches)  # "tbo" implies 2
 
@@ -162,10 +173,10 @@ class RunResult:
         return {"run": self.config.to_dict(), "system": self.system.to_dict()}
 
 
-def _router(model, seed: int) -> SyntheticRouter:
+def _router(model, cfg: RunConfig) -> SyntheticRouter:
     shape = RouterShape(model.name, model.n_experts, model.top_k, tuple(model.moe_layer_ids))
-    return SyntheticRouter(shape, PRESET_FITS["joint"].get(model.name.strip().lower()),
-                           seed=seed)
+    _, params, _ = resolve_router(model.name, cfg.router)
+    return SyntheticRouter(shape, params, seed=cfg.seed)
 
 
 def _batch_of(cfg: RunConfig, step: int):
@@ -212,7 +223,7 @@ def step_input_key(cfg: RunConfig, step: int) -> tuple:
     ``layers`` picks the MoE layers routed):
     the key of :func:`simulate_run`'s ``inputs`` memo."""
     return (cfg.model, cfg.workload, cfg.batch, cfg.colocated, cfg.n_prefill, cfg.seed,
-            cfg.layers, int(step))
+            cfg.layers, cfg.router, int(step))
 
 
 def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
@@ -243,7 +254,7 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
                               f"top-{imported.top_k}; model {model.name} has "
                               f"{model.n_experts} top-{model.top_k}")
     else:
-        router = _router(model, cfg.seed)
+        router = _router(model, cfg)
         # route only the MoE layers the steps simulate (the same routes as routing all)
         moe = set(model.moe_layer_ids)
         routed = None if opts.layers is None else (
@@ -298,6 +309,9 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
     tok_pim = sum(p["tokens_pim"] for p in parts)
     tok_all = sum(p["tokens_pim"] + p["tokens_gpu"] for p in parts)
     overrides = {f"system.{k}": v for k, v in cfg.system_overrides}  # one column per key
+    fit, _, how = resolve_router(model.name, cfg.router)
+    if cfg.trace is not None:
+        fit, how = "trace", "the trace file"
     return {
         "model": model.name, "system": system.name, "n_gpus": n, "gpu": system.gpu.name,
         "memory": system.memory.name,  # the resolved DRAM/PIM preset of the stacks
@@ -305,7 +319,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
         "batch": cfg.batch, "workload": cfg.workload, "colocated": cfg.colocated,
         "n_prefill": cfg.n_prefill,
         "seed": cfg.seed, "parallel": cfg.parallel, "microbatches": cfg.microbatches,
-        "overlap": cfg.overlap,
+        "overlap": cfg.overlap, "router": fit, "router_source": how,
         "pim_order": cfg.pim_order, "estimator": cfg.estimator, "steps": cfg.steps,
         "warmup": cfg.warmup, "layers_simulated": steps[0].layers_simulated,
         "n_layers": steps[0].n_layers, "tpot_ms": mean_t / 1e6,

@@ -40,6 +40,7 @@ from sieve.workload.trace import DECODE, MAX_EXPERTS, PREFILL, RoutingTrace, Tra
 
 __all__ = [
     "DEFAULT_PARAMS",
+    "DEFAULT_ROUTER",
     "PRESET_FITS",
     "PRESET_SOURCES",
     "ROUTER_PRESETS",
@@ -49,6 +50,7 @@ __all__ = [
     "dirichlet_logits",
     "generate_trace",
     "get_router_params",
+    "resolve_router",
 ]
 
 
@@ -163,6 +165,31 @@ PRESET_SOURCES: dict[str, str] = {
     "mixtral-8x7b": "transfer from mixtral-8x22b",
     "deepseek-v3": "transfer from qwen3-30b-a3b (fine-grained top-8); held out",
 }
+
+
+#: The fit a model without one of its own gets (:data:`DEFAULT_PARAMS`).
+DEFAULT_ROUTER = "qwen3-30b-a3b"
+
+
+def resolve_router(model: str, choice: str | None = None, fit: str = "joint"
+                   ) -> tuple[str, RouterParams, str]:
+    """Which synthetic-router fit a model's runs use: ``(fit name, params, how)``.
+
+    ``choice`` (a key of :data:`ROUTER_PRESETS`, i.e. the model whose fit to borrow) wins;
+    otherwise the model's own preset; otherwise :data:`DEFAULT_ROUTER`'s, and ``how`` says it
+    was a default ("chosen", "own", "default: no fit for this model").
+
+    Raises:
+        ConfigError: an unknown ``choice`` (the message lists the fits).
+    """
+    presets = lookup(PRESET_FITS, fit, "router fit")
+    if choice is not None:
+        key = lookup({k: k for k in presets}, choice, "router (--router)")
+        return key, presets[key], "chosen"
+    key = model.strip().lower()
+    if key in presets:
+        return key, presets[key], "own"
+    return DEFAULT_ROUTER, presets[DEFAULT_ROUTER], "default: no fit for this model"
 
 
 def get_router_params(model: str, fit: str = "joint") -> RouterParams:
