@@ -52,9 +52,33 @@ def _active(m, convention: str) -> int:
     return a - vh * (1 if m.tie_word_embeddings else 2)
 
 
+#: public copies of the presets' families: file -> the preset it must load to, exactly
+PRESET_COPIES = {"mixtral": "mixtral-8x7b", "qwen3_moe": "qwen3-30b-a3b",
+                 "qwen3_next": "qwen3-next-80b-a3b", "qwen3_5_moe": "qwen3.5-397b-a17b",
+                 "gpt_oss": "gpt-oss-120b", "deepseek_v3": "deepseek-v3"}
+
+
+@pytest.mark.parametrize("name", sorted(PRESET_COPIES))
+def test_public_configs_of_the_presets_families_load_to_the_presets(name):
+    """The presets were typed in from models-and-traces.md §A.1; the published files give
+    exactly the same models (so the presets' counts, tested in test_models.py against the
+    cards, are the public configs' counts)."""
+    import dataclasses
+
+    from sieve.model.moe import MODELS
+
+    m = load_hf_config(PUBLIC / f"{name}.json")
+    preset = MODELS[PRESET_COPIES[name]]
+    assert m.family == preset.family
+    assert (dataclasses.replace(m, name="", source="")
+            == dataclasses.replace(preset, name="", source=""))
+
+
 def test_every_public_config_is_here_and_every_family_has_one():
     files = {p.stem for p in PUBLIC.glob("*.json")}
-    assert files == set(PUBLISHED)
+    assert files == set(PUBLISHED) | set(PRESET_COPIES)
+    assert {f for f in FAMILIES if not f.endswith("_text")} <= {
+        load_hf_config(PUBLIC / f"{n}.json").family for n in files}
     new = {"olmoe", "qwen2_moe", "deepseek_v2", "llama4", "glm4_moe", "granitemoe", "dbrx"}
     assert new <= set(FAMILIES)
     assert {fam for fam, *_ in PUBLISHED.values()} == new
