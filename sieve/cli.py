@@ -747,7 +747,7 @@ def _load_target(target: str):
     if p.suffix.lower() == ".json":
         try:
             data = json.loads(read_text(p, "sweep file"))
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError, SieveError):
             data = None  # load_experiment names the problem
         if isinstance(data, dict) and isinstance(data.get("point"), dict) and isinstance(
                 data["point"].get("run"), dict):

@@ -17,7 +17,14 @@ the value given and the valid range or choices. The rules:
 * memory: :func:`check_memory` refuses a plan whose estimated size exceeds the memory the machine
   can give (:func:`memory_limit_bytes`) *before* anything is allocated.
 
-This module must not import any other sieve module except :mod:`sieve.errors`.
+* files: :func:`read_text` reads at most :data:`sieve.limits.MAX_TEXT_FILE_BYTES` (a FIFO or
+  device once, never whole); :func:`parse_document` turns JSON or TOML into data with every
+  failure one line: invalid syntax, nesting too deep, an integer literal longer than
+  :data:`sieve.limits.MAX_INT_DIGITS` digits, a non-finite number (``NaN``, ``Infinity``,
+  ``1e999``, TOML ``inf``/``nan``), each named by its place in the file.
+
+This module must not import any other sieve module except :mod:`sieve.errors` and
+:mod:`sieve.limits`.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from sieve.errors import ConfigError, choices
 
 __all__ = [
     "MEMORY_LIMIT_ENV",
+    "parse_document",
     "check_bool",
     "check_int",
     "check_int_array",
@@ -204,17 +212,98 @@ def parse_int(text: str, *, hex_ok: bool = False) -> int | None:
     return None
 
 
-def read_text(path: str | Path, what: str) -> str:
-    """The whole of a UTF-8 text file; one-line ConfigError when it cannot be read or decoded."""
+def read_text(path: str | Path, what: str, limit: int | None = None) -> str:
+    """The whole of a UTF-8 text file of at most ``limit`` bytes (default
+    :data:`sieve.limits.MAX_TEXT_FILE_BYTES`), read once and never past the bound; one-line
+    ConfigError when it cannot be read, is larger, or is not UTF-8."""
+    from sieve.limits import MAX_TEXT_FILE_BYTES
+
+    cap = MAX_TEXT_FILE_BYTES if limit is None else int(limit)
     p = Path(path)
     try:
-        data = p.read_bytes()
+        if p.is_dir():
+            raise ConfigError(f"{what} {str(p)!r}: is a folder, not a file")
+        with open(p, "rb") as fh:
+            data = fh.read(cap + 1)
     except OSError as exc:
         raise ConfigError(f"{what} {str(p)!r}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > cap:
+        raise ConfigError(f"{what} {str(p)!r}: larger than {format_bytes(cap)}, the limit for a "
+                          "configuration file (sieve.limits.MAX_TEXT_FILE_BYTES): not a "
+                          "configuration file?")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what} {str(p)!r}: not UTF-8 text (byte {exc.start})") from None
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _json_int(s: str) -> int:
+    from sieve.limits import MAX_INT_DIGITS
+
+    if len(s.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused(f"integer literal of {len(s.lstrip('-'))} digits (at most "
+                       f"{MAX_INT_DIGITS}: sieve.limits.MAX_INT_DIGITS)")
+    return int(s)
+
+
+def _json_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise _Refused(f"number {s} is not finite")
+    return v
+
+
+def _json_constant(s: str):
+    raise _Refused(f"{s} is not a number sieve accepts (finite numbers only)")
+
+
+def _check_tree(obj: Any, where: str) -> None:
+    """TOML gives ints of any size and inf/nan: refuse both, naming the key."""
+    from sieve.limits import MAX_INT_DIGITS
+
+    stack = [(obj, where)]
+    while stack:
+        o, at = stack.pop()
+        if isinstance(o, Mapping):
+            stack.extend((v, f"{at}.{k}" if at else str(k)) for k, v in o.items())
+        elif isinstance(o, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(o))
+        elif isinstance(o, bool):
+            continue
+        elif isinstance(o, int) and abs(o) >= 10 ** MAX_INT_DIGITS:
+            raise _Refused(f"{at or 'value'}: integer of more than {MAX_INT_DIGITS} digits")
+        elif isinstance(o, float) and not math.isfinite(o):
+            raise _Refused(f"{at or 'value'}: {o} is not finite")
+
+
+def parse_document(text: str, path: str | Path, what: str, kind: str | None = None) -> Any:
+    """JSON or TOML text (``kind`` "json"/"toml", default from the file suffix: ``.toml`` is
+    TOML, anything else JSON) as Python data; every failure one ConfigError naming ``what``
+    and the file (module docstring)."""
+    p = Path(path)
+    kind = kind or ("toml" if p.suffix.lower() == ".toml" else "json")
+    who = f"{what} {str(p)!r}"
+    try:
+        if kind == "toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+            _check_tree(data, "")
+            return data
+        import json
+
+        return json.loads(text, parse_int=_json_int, parse_float=_json_float,
+                          parse_constant=_json_constant)
+    except _Refused as exc:
+        raise ConfigError(f"{who}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{who}: nested too deeply to be a configuration file") from None
+    except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
+        raise ConfigError(f"{who}: not valid {kind.upper()}: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: package -> the packages it may import (besides itself). "base" = errors, validate, outputs.
 ALLOWED: dict[str, frozenset[str]] = {
-    "base": frozenset(),  # errors, validate, outputs, stages
+    "base": frozenset(),  # errors, limits, validate, outputs, stages
     "_dram": frozenset(),
     "dram": frozenset({"base", "_dram"}),
     "model": frozenset({"base"}),
@@ -38,7 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),
     "root": frozenset(),
 }
-BASE_MODULES = ("errors", "validate", "outputs", "stages")
+BASE_MODULES = ("errors", "limits", "validate", "outputs", "stages")
 
 
 def module_name(path: Path, root: Path) -> str:

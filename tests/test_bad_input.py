@@ -499,7 +499,7 @@ ROWS = [
      "base.seed: run: seed must be an integer >= 0, got -1"),
     (["sweep", "{F}/sw_array.json", "--out", "{OUT}"], "expected a table of sweep keys"),
     (["sweep", "{F}/sw_format.json", "--out", "{OUT}"], "format must be 'sieve-sweep'"),
-    (["sweep", "{F}/sw_deep.json", "--out", "{OUT}"], "not valid JSON"),
+    (["sweep", "{F}/sw_deep.json", "--out", "{OUT}"], "nested too deeply"),
     (["sweep", "{F}/sw_latin1.toml", "--out", "{OUT}"], "not UTF-8 text"),
     (["sweep", "{F}/sweep.yaml", "--out", "{OUT}"], "expected a .toml or .json file"),
     (["sweep", "{F}/none.toml", "--out", "{OUT}"], "cannot read (No such file"),

@@ -114,7 +114,7 @@ def test_run_ids_are_stable_and_change_with_every_input(tmp_path):
     # pinned: the recipe (RUN_ID_FORMAT) is part of the contract; change it only with the
     # format version, which changes every id
     assert RUN_ID_FORMAT == "sieve-run-id/1"
-    assert rid == "3e1088c7188c56fd83f138af"  # RunConfig gained "overlap" (issue 15)
+    assert rid == "5a13d74325a5b62c70ad23ae"  # RunConfig gained "router" (issue 16)
     # the documented recipe, recomputed here
     import hashlib
 
@@ -136,7 +136,7 @@ def test_run_ids_are_stable_and_change_with_every_input(tmp_path):
     changed = [RunConfig(**{**BASE, "method": "sieve", "batch": 4, k: v}) for k, v in (
         ("batch", 5), ("seed", 1), ("method", "noexp"), ("workload", "math-500"),
         ("layers", 2), ("steps", 2), ("system_overrides", {"memory.nCCDAB": 6}),
-        ("overlap", "tbo"))]
+        ("overlap", "tbo"), ("router", "mixtral-8x7b"))]
     ids = {run_id(c) for c in changed} | {rid, run_id(Point(cfg, timeline=True))}
     assert len(ids) == len(changed) + 2
     # a file's content (not only its name) is part of the id

@@ -7,9 +7,7 @@ hardware.md (§2, §5), ramulator2.md (§2-§4) and pim-simulators.md (§2).
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Any
 
 from sieve.dram.spec import DramOrg, DramSpec, DramTiming, PimConfig, ns_to_ck
 from sieve.errors import ConfigError, choices, lookup
-from sieve.validate import check_mapping, read_text
+from sieve.validate import check_mapping, parse_document, read_text
 
 __all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "get_spec",
            "load_spec"]
@@ -461,13 +459,7 @@ def load_spec(path: str | Path, _chain: tuple[Path, ...] = ()) -> DramSpec:
         raise ConfigError(f"{who}: 'base' chain loops back to a file already loading ({loop})")
     if len(_chain) >= MAX_BASE_DEPTH:
         raise ConfigError(f"{who}: 'base' chain deeper than {MAX_BASE_DEPTH} files")
-    text = read_text(p, "DRAM spec file")
-    try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{who}: not valid {p.suffix[1:].upper()}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{who}: nested too deeply to be a spec file") from None
+    data = parse_document(read_text(p, "DRAM spec file"), p, "DRAM spec file")
     if not isinstance(data, dict):
         raise ConfigError(f"{who}: expected a table/object at top level")
     data = dict(data)

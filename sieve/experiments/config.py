@@ -62,6 +62,7 @@ from sieve.errors import ConfigError, SieveError
 from sieve.experiments.points import Point
 from sieve.outputs import jsonable
 from sieve.system.run import RunConfig
+from sieve.validate import parse_document, read_text
 
 __all__ = ["EXPERIMENT_FORMAT", "RUN_FIELDS", "RUN_ID_FORMAT", "ExperimentConfig", "RunBlock",
            "check_point", "code_digest", "load_experiment", "main_experiment",
@@ -508,24 +509,12 @@ def _matches(rule: bool | tuple[_Pairs, ...], cfg: RunConfig) -> bool:
 
 def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
     """Read a sweep file (``.toml`` or ``.json``); errors name the file and the field."""
-    from sieve.validate import read_text
-
     p = Path(path)
     src = str(p)
     suffix = p.suffix.lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(f"sweep file {src!r}: expected a .toml or .json file")
-    text = read_text(p, "sweep file")
-    try:
-        if suffix == ".toml":
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        kind = "TOML" if suffix == ".toml" else "JSON"
-        raise ConfigError(f"sweep file {src!r}: not valid {kind}: {exc}") from None
+    data = parse_document(read_text(p, "sweep file"), p, "sweep file")
     if isinstance(data, Mapping) and "experiment" in data and "runs" in data and \
             isinstance(data.get("experiment"), Mapping):
         data = data["experiment"]  # a result folder's config.json: its sweep again

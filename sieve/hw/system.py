@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -49,7 +48,7 @@ from sieve.hw.presets import (
     get_link,
 )
 from sieve.outputs import write_text
-from sieve.validate import read_text
+from sieve.validate import parse_document, read_text
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -360,13 +359,7 @@ def load_system(path: str | Path, _chain: tuple[Path, ...] = ()) -> SystemConfig
                           f"({' -> '.join(str(x) for x in (*_chain, key))})")
     if len(_chain) >= MAX_BASE_DEPTH:
         raise ConfigError(f"{who}: 'base' chain deeper than {MAX_BASE_DEPTH} files")
-    text = read_text(p, "system config file")
-    try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{who}: not valid {p.suffix[1:].upper() or 'JSON'}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{who}: nested too deeply to be a system file") from None
+    data = parse_document(read_text(p, "system config file"), p, "system config file")
     base = data.get("base") if isinstance(data, dict) else None
     try:
         if isinstance(base, str) and base.lower().endswith((".json", ".toml")):

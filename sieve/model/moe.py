@@ -23,7 +23,6 @@ that model) and the config.json it was copied from (§A.3). See docs/models.md.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from sieve.model.parts import (
     kv_dtype_bytes,
 )
 from sieve.model.presets import PRESET_FIELDS
-from sieve.validate import check_int, check_sequence, read_text
+from sieve.validate import check_int, check_sequence, parse_document, read_text
 
 __all__ = [
     "ACTIVATIONS",
@@ -453,13 +452,7 @@ def load_hf_config(path: str | Path, name: str | None = None) -> MoeModel:
     """
     p = Path(path)
     who = f"model config {str(p)!r}"
-    text = read_text(p, "model config")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{who}: not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{who}: nested too deeply to be a config.json") from None
+    data = parse_document(read_text(p, "model config"), p, "model config", kind="json")
     if not isinstance(data, dict):
         raise ConfigError(f"{who}: expected a JSON object at top level")
     if name is None:

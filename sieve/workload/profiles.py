@@ -15,9 +15,7 @@ parameters below and in docs/workloads.md. ⚠ marks an assumption (no published
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,6 +26,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from sieve.errors import ConfigError, choices, lookup
+from sieve.validate import parse_document, read_text
 
 __all__ = [
     "DIST_KINDS",
@@ -579,16 +578,7 @@ def load_profile(path: str | Path) -> Profile:
     where = f"workload profile file {str(p)!r}"
     if p.suffix.lower() not in (".json", ".toml"):
         raise ConfigError(f"{where}: must end in .json or .toml")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{where}: not valid {p.suffix[1:].upper()}: {exc}") from None
+    data = parse_document(read_text(p, "workload profile file"), p, "workload profile file")
     return Profile.from_dict(data, default_name=p.stem, where=where)
 
 
