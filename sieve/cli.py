@@ -12,6 +12,7 @@ import re
 import sys
 
 from sieve.errors import ConfigError, SieveError
+from sieve.limits import MAX_STEPS
 from sieve.validate import parse_int
 
 __all__ = ["build_parser", "main"]
@@ -1010,9 +1011,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _add_run_flags(p) -> None:
     p.add_argument("--workload", default="hh-rlhf", help="length profile: hh-rlhf (default), "
                    "math-500, inferencemax-1k1k/1k8k/8k1k, fixed:P/O, or a profile file")
-    p.add_argument("--steps", type=_int_type(1, 10 ** 4), default=1,
+    p.add_argument("--steps", type=_int_type(1, MAX_STEPS), default=1,
                    help="measured steps per point (default 1)")
-    p.add_argument("--warmup", type=_int_type(0, 10 ** 4), default=1,
+    p.add_argument("--warmup", type=_int_type(0, MAX_STEPS), default=1,
                    help="steps before measuring, to fill the schedulers' tables (default 1)")
     p.add_argument("--seed", type=_int_type(0, 2 ** 63 - 1), default=0, help="seed (default 0)")
     p.add_argument("--microbatches", type=_int_type(1, 2), default=1,

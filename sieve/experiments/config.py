@@ -50,6 +50,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import os
 import types
 import typing
@@ -60,6 +61,7 @@ from typing import Any
 
 from sieve.errors import ConfigError, SieveError
 from sieve.experiments.points import Point
+from sieve.limits import MAX_GRID_POINTS
 from sieve.outputs import jsonable
 from sieve.system.run import RunConfig
 from sieve.validate import parse_document, read_text
@@ -392,9 +394,20 @@ class ExperimentConfig:
         return ExperimentConfig.from_dict(d, source)
 
     # ---- expansion ---------------------------------------------------------------------------
+    def n_points(self) -> int:
+        """How many points :meth:`points` would build (arithmetic: nothing is built)."""
+        top = math.prod(len(vs) for _, vs in self.grid)
+        return sum(top * math.prod(len(vs) for _, vs in b.grid)
+                   for b in (self.runs or (RunBlock(),)))
+
     def points(self, source: str = "sweep") -> list[Point]:
         """Every point, in order (module doc). Raises a ConfigError naming the field of the
         first bad value or incomplete point."""
+        n = self.n_points()
+        if n > MAX_GRID_POINTS:
+            raise ConfigError(f"{source}: {n} points exceed {MAX_GRID_POINTS} "
+                              "(sieve.limits.MAX_GRID_POINTS; counted before any is built): "
+                              "split the sweep or shorten its axes")
         pts = []
         seen: dict[str, int] = {}
         for bi, block in enumerate(self.runs or (RunBlock(),)):

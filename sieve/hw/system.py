@@ -47,6 +47,7 @@ from sieve.hw.presets import (
     get_gpu,
     get_link,
 )
+from sieve.limits import MAX_GPUS
 from sieve.outputs import write_text
 from sieve.validate import parse_document, read_text
 
@@ -119,6 +120,9 @@ class SystemConfig:
             v = getattr(self, n)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"{what}: {n} must be a positive integer, got {v!r}")
+        if self.n_gpus > MAX_GPUS:
+            raise ConfigError(f"{what}: n_gpus {self.n_gpus} exceeds {MAX_GPUS} "
+                              "(sieve.limits.MAX_GPUS: the step simulator keeps per-GPU state)")
         if self.gpus_per_node > MAX_GPUS_PER_NODE:
             raise ConfigError(f"{what}: gpus_per_node {self.gpus_per_node} exceeds "
                               f"{MAX_GPUS_PER_NODE} (one NVSwitch baseboard)")

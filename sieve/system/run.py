@@ -32,6 +32,7 @@ import numpy as np
 
 from sieve.errors import ConfigError
 from sieve.hw.system import SystemConfig, get_system
+from sieve.limits import MAX_BATCH, MAX_STEPS
 from sieve.model.moe import get_model
 from sieve.stages import stage
 from sieve.system.step import (
@@ -113,10 +114,14 @@ class RunConfig:
     router: str | None = None
 
     def __post_init__(self):
-        for n, lo in (("batch", 1), ("steps", 1), ("warmup", 0), ("seed", 0)):
+        for n, lo, hi in (("batch", 1, MAX_BATCH), ("steps", 1, MAX_STEPS),
+                          ("warmup", 0, MAX_STEPS), ("seed", 0, None)):
             v = getattr(self, n)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
                 raise ConfigError(f"run: {n} must be an integer >= {lo}, got {v!r}")
+            if hi is not None and v > hi:
+                raise ConfigError(f"run: {n} {v} exceeds {hi} (sieve.limits.MAX_"
+                                  f"{'BATCH' if n == 'batch' else 'STEPS'})")
         if not isinstance(self.colocated, bool):
             raise ConfigError(f"run: colocated must be true or false, got {self.colocated!r}")
         ov = self.system_overrides

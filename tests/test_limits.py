@@ -1,0 +1,56 @@
+"""One set of bounds (sieve.limits) for the CLI, sweep files and the library (issue 18): each is
+refused in one line before any work, and the largest legal value is accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from sieve import limits
+from sieve.errors import ConfigError
+from sieve.system.run import RunConfig
+
+BASE = dict(model="qwen3-30b-a3b", system="1xb200")
+
+
+def test_run_bounds():
+    RunConfig(**BASE, batch=limits.MAX_BATCH, steps=limits.MAX_STEPS, warmup=limits.MAX_STEPS)
+    for field, v, name in (("batch", limits.MAX_BATCH + 1, "MAX_BATCH"),
+                           ("steps", limits.MAX_STEPS + 1, "MAX_STEPS"),
+                           ("warmup", 10 ** 9, "MAX_STEPS")):
+        with pytest.raises(ConfigError, match=f"run: {field} {v} exceeds .*limits.{name}"):
+            RunConfig(**BASE, **{field: v})
+
+
+def test_system_bound():
+    from sieve.hw.system import get_system
+
+    assert get_system("4xb200", {"n_gpus": limits.MAX_GPUS}).n_gpus == limits.MAX_GPUS
+    with pytest.raises(ConfigError, match="n_gpus 1000000000 exceeds 4096 .sieve.limits"):
+        get_system("4xb200", {"n_gpus": 10 ** 9})
+
+
+def test_sweep_points_counted_before_any_is_built():
+    from sieve.experiments.config import ExperimentConfig
+
+    with pytest.raises(ConfigError, match="1000000 points exceed 100000"):
+        ExperimentConfig.from_dict({"base": BASE, "grid": {
+            "seed": list(range(1000)), "batch": list(range(1, 1001))}})
+    blocks = ExperimentConfig.from_dict({"base": BASE, "grid": {"seed": [0, 1]}, "runs": [
+        {"method": "sieve", "grid": {"batch": [1, 2, 4]}}, {"method": "noexp"}]})
+    assert blocks.n_points() == len(blocks.points()) == 8
+
+
+def test_cli_refuses_in_one_line_nothing_written(tmp_path, capsys):
+    from sieve.cli import main
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[base]\nmodel = "qwen3-30b-a3b"\nsystem = "1xb200"\n[grid]\n'
+                     "seed = [" + ",".join(map(str, range(400))) + "]\n"
+                     "batch = [" + ",".join(map(str, range(1, 401))) + "]\n")
+    for argv in (["sweep", str(sweep), "--dry-run", "--out", str(tmp_path / "o")],
+                 ["sweep", str(sweep), "--out", str(tmp_path / "o")],
+                 ["run", "--batch", "1000000000", "--out", str(tmp_path / "o")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "exceed" in err, err
+        assert not (tmp_path / "o").exists()
