@@ -54,3 +54,31 @@ def test_cli_refuses_in_one_line_nothing_written(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "exceed" in err, err
         assert not (tmp_path / "o").exists()
+
+
+def test_pim_fields_outside_any_design_are_refused():
+    from sieve.dram.presets import get_spec
+
+    for over, msg in (({"pim.pu_dtype": "fp3"}, r"pim.pu_dtype 'fp3': unknown .known: bf16, "
+                                                r"fp16, fp32, fp8, int8"),
+                      ({"pim.gbuf_bytes": 2 ** 62}, r"pim.gbuf_bytes must be in \[1, 16777216\]"),
+                      ({"pim.pu_dtype": "fp8"}, "'fp8' has 1-byte operands but pim.dtype_bytes "
+                                                "is 2"),
+                      ({"pim.lanes": 10 ** 6}, r"pim.lanes must be in \[1, 1024\]")):
+        with pytest.raises(ConfigError, match=msg):
+            get_spec("b200-hbm3e-pim", over)
+    assert get_spec("b200-hbm3e-pim", {"pim.pu_dtype": "fp16"}).pim.pu_dtype == "fp16"
+
+
+def test_schedule_on_a_system_without_pim_is_refused_not_answered():
+    """It used to print every expert 'on PIM' with T_PIM 0 (issue 18)."""
+    from sieve.hw.system import get_system
+    from sieve.model import get_model
+    from sieve.sched.trace import schedule_synthetic
+
+    m = get_model("qwen3-30b-a3b")
+    nopim = get_system("1xb200", {"memory": "hbm3e-8000"})
+    with pytest.raises(ConfigError, match="has no PIM units .memory 'hbm3e-8000'.*gpu-only"):
+        schedule_synthetic(m, nopim, "sieve", 4)
+    out = schedule_synthetic(m, nopim, "gpu-only", 4)
+    assert out and not any(s.partition.on_pim.any() for s in out)

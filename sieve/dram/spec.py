@@ -73,6 +73,14 @@ MAX_CRF_BURSTS = 4
 MAX_VECTORS_PER_READ = 1024
 #: Most scores a softmax unit may normalise per CK (pim.softmax_per_ck): far above AttAcc's 8.
 MAX_SOFTMAX_PER_CK = 2**20
+#: Operand formats a PU may compute in, with their bytes (pim.pu_dtype, pim.dtype_bytes): the
+#: cited designs use FP16 or BF16; FP8/INT8 and FP32 PUs are expressible.
+PU_DTYPES = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "fp32": 4}
+#: Largest global buffer per pseudo-channel (pim.gbuf_bytes): the cited designs hold 256 B-8 KB;
+#: 16 MiB is more than a whole HBM3E die's row buffers.
+MAX_GBUF_BYTES = 1 << 24
+#: Most SIMD lanes per PU (pim.lanes): the cited designs have 16.
+MAX_LANES = 1024
 #: Largest number of banks in a memory system (the engine's timing tables grow with it;
 #: 2**24 banks take about 2 GB; the largest preset has 8192).
 MAX_BANKS = 2**24
@@ -505,10 +513,18 @@ class DramSpec:
                                   f"{choices('pim.' + f.name for f in fields(PimConfig))}), "
                                   f"got {self.pim!r}")
             p = self.pim
-            for name in ("banks_per_pu", "lanes", "dtype_bytes", "gbuf_bytes"):
-                check_int(who, f"pim.{name}", getattr(p, name), lo=1)
+            for name, hi in (("banks_per_pu", None), ("lanes", MAX_LANES),
+                             ("dtype_bytes", 4), ("gbuf_bytes", MAX_GBUF_BYTES)):
+                check_int(who, f"pim.{name}", getattr(p, name), lo=1, hi=hi)
             check_bool(who, "pim.dual_row_buffer", p.dual_row_buffer)
             check_name(who, "pim.pu_dtype", p.pu_dtype)
+            if p.pu_dtype not in PU_DTYPES:
+                raise ConfigError(f"{who}: pim.pu_dtype {p.pu_dtype!r}: unknown (known: "
+                                  f"{choices(PU_DTYPES)})")
+            if PU_DTYPES[p.pu_dtype] != p.dtype_bytes:
+                raise ConfigError(f"{who}: pim.pu_dtype {p.pu_dtype!r} has "
+                                  f"{PU_DTYPES[p.pu_dtype]}-byte operands but pim.dtype_bytes "
+                                  f"is {p.dtype_bytes}")
             check_bool(who, "pim.park", p.park)
             check_bool(who, "pim.adder_tree", p.adder_tree)
             check_int(who, "pim.crf_bursts", p.crf_bursts, lo=0, hi=MAX_CRF_BURSTS)

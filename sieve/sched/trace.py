@@ -184,6 +184,11 @@ def schedule_trace(trace: RoutingTrace, model, system: str | SystemConfig, metho
     """
     system = get_system(system)
     meth = get_method(method)
+    if not system.has_pim and meth.name != "gpu-only":
+        raise ConfigError(f"schedule: system {system.name!r} has no PIM units (memory "
+                          f"{system.memory.name!r}): there is no GPU/PIM split for "
+                          f"{meth.name!r} to make; give a PIM memory preset (sieve specs "
+                          "lists them) or the method gpu-only")
     cost = cost or RooflineCostModel(system)
     shape = expert_shape(model)
     ests = [Estimator(cost, shape, pim=meth.pim_source or "ema", pim_order=pim_order)
