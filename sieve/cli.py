@@ -328,6 +328,14 @@ def _cmd_dram(args: argparse.Namespace) -> int:
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
     if args.trace and args.pattern:
         raise ConfigError("sieve dram: give either --trace FILE or --pattern, not both")
+    if log_path is not None:  # the log must not overwrite an input
+        import os
+
+        for flag, given in (("--trace", args.trace), ("--spec", args.spec)):
+            if given and os.path.exists(given) and os.path.realpath(given) == \
+                    os.path.realpath(log_path):
+                raise ConfigError(f"sieve dram: --log {args.log!r} is the {flag} file: the "
+                                  "log would overwrite its input; give another file")
     if args.trace:
         trace = memtrace.open_trace(args.trace)  # streamed: memory bounded by the queues
     else:

@@ -209,6 +209,9 @@ def _as_path(out_dir: Any, flag: str) -> Path:
         raise ConfigError(f"{flag}: empty folder name (give a folder, e.g. {flag} results)")
     if "\0" in text:
         raise ConfigError(f"{flag}: {text!r} is not a valid path (NUL character)")
+    if os.path.islink(text) and not os.path.exists(text):  # would create its target's folders
+        raise ConfigError(f"{flag} {text!r}: a symbolic link to {os.readlink(text)!r}, which "
+                          "does not exist; give a folder, or make the link's target first")
     return Path(os.path.realpath(text))  # a symlinked folder is replaced where it really is
 
 

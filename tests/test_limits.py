@@ -82,3 +82,42 @@ def test_schedule_on_a_system_without_pim_is_refused_not_answered():
         schedule_synthetic(m, nopim, "sieve", 4)
     out = schedule_synthetic(m, nopim, "gpu-only", 4)
     assert out and not any(s.partition.on_pim.any() for s in out)
+
+
+def test_engine_arguments_are_checked_not_coerced():
+    """DramDevice(channels=2.7 | '3' | True | nan | inf | 2**63) used to be coerced or raise a
+    raw ValueError/OverflowError; log='yes' was taken as true (issue 18)."""
+    from sieve.dram import DramDevice, PimDevice
+
+    for v in (float("nan"), float("inf"), 2 ** 63, 2.7, "3", True, 0, 17):
+        with pytest.raises(ConfigError, match=r"DramDevice: channels must be .*in \[1, 16\]"):
+            DramDevice("hbm3-6400", channels=v)
+    with pytest.raises(ConfigError, match="DramDevice: log must be true or false, got 'yes'"):
+        DramDevice("hbm3-6400", log="yes")
+    with pytest.raises(ConfigError, match="PIM device: log must be true or false"):
+        PimDevice("b200-hbm3e-pim", log=1)
+    assert DramDevice("hbm3-6400", channels=16, log=True).channels == 16
+
+
+def test_outputs_never_overwrite_inputs_or_follow_dangling_links(tmp_path, capsys):
+    """`--log` equal to `--trace` overwrote the trace; a dangling-symlink `--out` created the
+    link's target folders (issue 18). Both are refused in one line, nothing written."""
+    import numpy as np
+
+    from sieve.cli import main
+
+    tr = tmp_path / "addrs.npy"
+    np.save(tr, np.arange(0, 6400, 64, dtype=np.int64))
+    before = tr.read_bytes()
+    assert main(["dram", "--spec", "hbm3-6400", "--trace", str(tr), "--log",
+                 str(tmp_path / "." / "addrs.npy")]) == 2
+    assert "the log would overwrite its input" in capsys.readouterr().err
+    assert tr.read_bytes() == before
+    link = tmp_path / "out"
+    target = tmp_path / "missing" / "x"
+    link.symlink_to(target)
+    assert main(["run", "--batch", "4", "--methods", "sieve", "--layers", "1", "--out",
+                 str(link)]) == 2
+    err = capsys.readouterr().err
+    assert "a symbolic link to" in err and "does not exist" in err and err.count("\n") == 1
+    assert not (tmp_path / "missing").exists()

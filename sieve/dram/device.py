@@ -34,7 +34,7 @@ from sieve.dram.pimmode import OVERHEADS, mode_sequences, reserved_rows, result_
 from sieve.dram.presets import PRESETS, get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
-from sieve.validate import check_int
+from sieve.validate import check_bool, check_int
 
 try:
     from sieve import _dram
@@ -111,10 +111,11 @@ class DramDevice:
     def __init__(self, spec: DramSpec | str, channels: int | None = None, log: bool = False):
         self.spec = get_spec(spec)
         total = self.spec.org.total_channels
-        self.channels = total if channels is None else int(channels)
-        if self.channels < 1:
-            raise ConfigError(f"DramDevice: channels must be >= 1, got {channels}")
-        self._engine = _dram.Engine(self.spec.to_arrays(), self.channels, bool(log))
+        # integers only (2.7, "3", True and NaN are refused, not coerced), at most the spec's
+        self.channels = total if channels is None else check_int(
+            "DramDevice", "channels", channels, lo=1, hi=total)
+        self._engine = _dram.Engine(self.spec.to_arrays(), self.channels,
+                                    check_bool("DramDevice", "log", log))
         self.tick_ns = self.spec.tick_ns
         self._last_tick = [0] * self.channels  # issue order must follow time, per channel
 
@@ -949,7 +950,7 @@ class PimDevice:
                               f"{type(memo).__name__}")
         self.symmetric = symmetric
         self.memo = memo
-        self.logging = bool(log)
+        self.logging = check_bool("PIM device", "log", log)
         arrays = self.spec.to_arrays()
         arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
         self._engine = _dram.Engine(arrays, self.spec.org.total_channels, self.logging)
