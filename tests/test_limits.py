@@ -121,3 +121,38 @@ def test_outputs_never_overwrite_inputs_or_follow_dangling_links(tmp_path, capsy
     err = capsys.readouterr().err
     assert "a symbolic link to" in err and "does not exist" in err and err.count("\n") == 1
     assert not (tmp_path / "missing").exists()
+
+
+def test_checker_refuses_ticks_that_would_overflow(tmp_path, capsys):
+    """`sieve check` on clocks >= 2^62 ended in an OverflowError traceback (issue 18)."""
+    import numpy as np
+
+    from sieve.cli import main
+    from sieve.dram.log import LOG_DTYPE
+
+    csv = tmp_path / "c.csv"
+    csv.write_text("clock,command,Channel,PseudoChannel,Sid,BankGroup,Bank,Row,Column,type,"
+                   f"source\n1,ACT,0,0,0,0,0,0,-1,0,-1\n{2 ** 64},ACT,0,1,0,0,0,0,-1,0,-1\n")
+    assert main(["check", str(csv), "--spec", "hbm3-6400"]) == 2
+    err = capsys.readouterr().err
+    assert "line 3: clock 18446744073709551616 beyond" in err and err.count("\n") == 1
+    a = np.zeros(2, dtype=LOG_DTYPE)
+    a["tick"] = [0, 2 ** 63 - 1]
+    np.save(tmp_path / "l.npy", a)
+    assert main(["check", str(tmp_path / "l.npy"), "--spec", "hbm3-6400"]) == 2
+    assert "ticks outside [0, 4611686018427387904]" in capsys.readouterr().err
+
+
+def test_a_trace_without_steps_is_refused_where_it_is_built():
+    """A zero-step trace gave ZeroDivisionError / NaN batch tracebacks later (issue 18)."""
+    import numpy as np
+
+    from sieve.workload.trace import RoutingTrace, TraceMeta
+
+    meta = TraceMeta("qwen3-30b-a3b", 128, 8, (0,))
+    with pytest.raises(ConfigError, match="RoutingTrace: no step"):
+        RoutingTrace(np.zeros((0, 1, 8), np.int16), np.array([0]), np.zeros(0, np.int64),
+                     np.zeros(0, np.int8), meta)
+    with pytest.raises(ConfigError, match="RoutingTrace: no token"):
+        RoutingTrace(np.zeros((0, 1, 8), np.int16), np.array([0, 0]), np.zeros(0, np.int64),
+                     np.zeros(0, np.int8), meta)

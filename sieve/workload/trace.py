@@ -159,6 +159,9 @@ class RoutingTrace:
         n = ids.shape[0]
         if off.ndim != 1 or len(off) < 1 or off[0] != 0 or off[-1] != n:
             raise ConfigError(f"RoutingTrace: step_offsets must run from 0 to n_tokens={n}")
+        if len(off) < 2 or n == 0:  # a trace routes at least one token of one step
+            raise ConfigError(f"RoutingTrace: no {'step' if len(off) < 2 else 'token'} (a "
+                              "trace holds at least one step with a routed token)")
         if np.any(np.diff(off) < 0):
             raise ConfigError("RoutingTrace: step_offsets must be non-decreasing")
         for name in ("request_ids", "phase"):

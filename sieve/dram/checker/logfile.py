@@ -48,6 +48,11 @@ _HAS_ROW = np.array([c.name in ("ACT", "PRE", "RD", "WR", "RDA", "WRA")
                      or c.kind in (KIND_OPEN, KIND_MAC) for c in COMMANDS])
 
 
+#: Largest tick a checked log may hold: 2^62, so that a tick plus any timing window (at most
+#: 2^31 - 1 CK of up to 2^10 ticks each) stays inside int64.
+MAX_LOG_TICK = 1 << 62
+
+
 def normalise(log: np.ndarray) -> np.ndarray:
     """Set the fields a command does not use to -1 (see the module docstring); in place."""
     cmd = log["cmd"].astype(np.int64)
@@ -161,6 +166,10 @@ def read_csv_log(path: str | Path, *, ticks_per_clock: int = 1) -> np.ndarray:
         if clock < 1:
             raise TraceFormatError(f"{who} line {lineno}: clock {clock} < 1 (the clock counts "
                                    "from 1)")
+        if (clock - 1) * tpc > MAX_LOG_TICK:
+            raise TraceFormatError(f"{who} line {lineno}: clock {clock} beyond "
+                                   f"{MAX_LOG_TICK // tpc + 1} (ticks are int64 and the "
+                                   "checker adds timing windows to them)")
         if any(v < -1 or v >= 1 << 31 for v in vals):
             raise TraceFormatError(f"{who} line {lineno}: address field out of range [-1, "
                                    f"2**31): {line[:80]!r}")
@@ -189,6 +198,9 @@ def _read_npy(path: Path, who: str) -> np.ndarray:
                                f"dtype {log.dtype}")
     if log.ndim != 1:
         raise TraceFormatError(f"{who}: expected a 1-D array, got shape {log.shape}")
+    if log.size and (int(log["tick"].max()) > MAX_LOG_TICK or int(log["tick"].min()) < 0):
+        raise TraceFormatError(f"{who}: ticks outside [0, {MAX_LOG_TICK}] (int64 ticks plus "
+                               "the checker's timing windows must not overflow)")
     return log
 
 
