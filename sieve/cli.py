@@ -542,6 +542,10 @@ def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenien
     check_out_dir(args.out)  # before any work
     points = exp.check(source)
     cache = _cache_path(args)
+    if cache is not None:
+        from sieve.outputs import check_out_file
+
+        check_out_file(cache, flag="--cache")
     entries: list = []
     note = ""
     if cache is not None:

@@ -38,6 +38,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ __all__ = [
     "RunFolder",
     "STORE_FORMAT",
     "STORE_MARKER",
+    "check_out_file",
     "atomic_write",
     "check_out_dir",
     "open_run",
@@ -299,6 +301,30 @@ def open_store(folder: str | os.PathLike, name: str, *, flag: str = "--out",
     return p
 
 
+def check_out_file(path: str | os.PathLike, *, flag: str) -> Path:
+    """Check, before any work, that a file can be written at ``path`` (a regular file or a new
+    one, in a folder that exists or can be made in a writable one): the late refusal of an
+    unwritable ``--cache`` after a whole sweep (issue 18)."""
+    p = _as_path(path, flag)
+    if p.is_dir():
+        raise OutputError(f"{flag} {str(p)!r}: is a folder, not a file")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OutputError(f"{flag} {str(p)!r}: cannot write (permission denied)")
+    anc = p.parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir() or not os.access(anc, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {str(p)!r}: cannot write in {str(anc)!r}")
+    try:  # permissions say little to root or on special file systems (/proc): try it
+        fd, probe = tempfile.mkstemp(prefix=".sieve-probe.", dir=anc)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputError(f"{flag} {str(p)!r}: cannot write in {str(anc)!r} "
+                          f"({exc.strerror or exc})") from None
+    return p
+
+
 def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
     """Check, before a run computes anything, that its results can go to ``out_dir``.
 
@@ -324,6 +350,9 @@ def check_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Path:
         if p.exists():
             if not p.is_dir():
                 raise OutputError(f"{flag} {str(p)!r}: exists and is not a folder")
+            if os.path.ismount(p):  # the finished folder replaces it by a rename
+                raise OutputError(f"{flag} {str(p)!r}: is a mount point, which sieve cannot "
+                                  "replace with the finished results; give a folder inside it")
             entries = sorted(os.listdir(p))
             if entries:
                 known = _previous_run_files(p)

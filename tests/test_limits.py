@@ -21,6 +21,15 @@ def test_run_bounds():
             RunConfig(**BASE, **{field: v})
 
 
+def test_step_options_are_checked_when_the_run_is_made():
+    for kw, msg in (({"pim_order": "sideways"}, "pim_order 'sideways' unknown"),
+                    ({"expert_dtype": "banana"}, "expert_dtype 'banana' unknown .known: "
+                                                 "released, bf16"),
+                    ({"scheduler_ns": float("inf")}, "scheduler_ns must be a finite number")):
+        with pytest.raises(ConfigError, match=msg):
+            RunConfig(**BASE, **kw)
+
+
 def test_system_bound():
     from sieve.hw.system import get_system
 
@@ -156,3 +165,39 @@ def test_a_trace_without_steps_is_refused_where_it_is_built():
     with pytest.raises(ConfigError, match="RoutingTrace: no token"):
         RoutingTrace(np.zeros((0, 1, 8), np.int16), np.array([0, 0]), np.zeros(0, np.int64),
                      np.zeros(0, np.int8), meta)
+
+
+def test_refusals_come_before_any_run_and_leave_nothing(tmp_path, capsys):
+    """A bad pim_order was refused inside the worker and an unwritable --cache after the whole
+    sweep, both leaving out/runs/ behind; a mount point as --out only at the final rename
+    (issue 18). Now each is one line before any run, and nothing is written."""
+    import os
+
+    from sieve.cli import main
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[base]\nmodel = "qwen3-30b-a3b"\nsystem = "1xb200"\nbatch = 2\n'
+                     'layers = 1\nsteps = 1\nwarmup = 0\npim_order = "sideways"\n')
+    out = tmp_path / "o"
+    cases = [(["sweep", str(sweep), "--out", str(out), "--jobs", "1"],
+              "base.pim_order: step: pim_order 'sideways' unknown"),
+             (["run", "--batch", "2", "--layers", "1", "--methods", "sieve", "--cache",
+               "/proc/sieve-test/cache.json", "--out", str(out)], "--cache")]
+    if os.path.isdir("/dev/shm") and os.path.ismount("/dev/shm") and not os.listdir("/dev/shm"):
+        cases.append((["run", "--batch", "2", "--out", "/dev/shm"], "is a mount point"))
+    for argv, msg in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err
+        assert not out.exists()
+
+
+def test_a_store_is_made_by_its_first_run():
+    import tempfile
+    from pathlib import Path
+
+    from sieve.experiments.store import RunStore
+
+    d = Path(tempfile.mkdtemp()) / "out"
+    s = RunStore(d)
+    assert s.ids() == [] and not d.exists()

@@ -104,9 +104,16 @@ class RunStore:
         flag: the option that named it, for messages.
     """
 
+    _WHAT = "finished runs of sieve sweep / sieve run, one file per run id"
+
     def __init__(self, out_dir: str | os.PathLike, *, flag: str = "--out"):
-        self.path = open_store(out_dir, STORE_NAME, flag=flag, what="finished runs of "
-                               "sieve sweep / sieve run, one file per run id")
+        self._out, self._flag = out_dir, flag
+        path = Path(os.path.realpath(os.fspath(out_dir))) / STORE_NAME
+        self._open = path.exists() or path.is_symlink()
+        # an existing store is checked now; a new one is made by the first run it keeps, so
+        # a sweep refused before any run finished leaves nothing behind
+        self.path = (open_store(out_dir, STORE_NAME, flag=flag, what=self._WHAT) if self._open
+                     else path)
 
     def file(self, rid: str) -> Path:
         return self.path / f"{rid}.json"
@@ -125,9 +132,14 @@ class RunStore:
     def put(self, rec: RunRecord) -> Path:
         """Write a record (atomically; replaces an older file of the same id)."""
         with stage("io"):
+            if not self._open:
+                self.path = open_store(self._out, STORE_NAME, flag=self._flag, what=self._WHAT)
+                self._open = True
             return write_bytes(self.file(rec.id), rec.to_json())
 
     def ids(self) -> list[str]:
         """The ids of the run files present (reusable or not)."""
+        if not self.path.is_dir():
+            return []
         return sorted(p.stem for p in self.path.glob("*.json")
                       if p.name not in ("store.json", "cache.json"))

@@ -51,6 +51,7 @@ import numpy as np
 from sieve.dram.device import PimDevice
 from sieve.errors import ConfigError
 from sieve.hw.cost import (
+    PIM_ORDERS,
     Collective,
     CostModel,
     EpExchange,
@@ -61,6 +62,7 @@ from sieve.hw.cost import (
 )
 from sieve.hw.estimates import RooflineCostModel
 from sieve.hw.system import SystemConfig
+from sieve.model.parts import WEIGHT_FORMATS
 from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
@@ -170,8 +172,16 @@ class StepOptions:
                 self.layers, int) or self.layers < 1):
             raise ConfigError(f"step: layers must be None (all) or an integer >= 1, got "
                               f"{self.layers!r}")
-        if self.scheduler_ns is not None and not self.scheduler_ns >= 0:
-            raise ConfigError(f"step: scheduler_ns must be >= 0, got {self.scheduler_ns!r}")
+        if self.scheduler_ns is not None and not 0 <= self.scheduler_ns < float("inf"):
+            raise ConfigError(f"step: scheduler_ns must be a finite number >= 0, got "
+                              f"{self.scheduler_ns!r}")
+        # checked here, before any run starts (a bad value used to fail inside a worker)
+        if self.pim_order not in PIM_ORDERS:
+            raise ConfigError(f"step: pim_order {self.pim_order!r} unknown (known: "
+                              f"{', '.join(PIM_ORDERS)})")
+        if self.expert_dtype not in (None, "released", *WEIGHT_FORMATS):
+            raise ConfigError(f"step: expert_dtype {self.expert_dtype!r} unknown (known: "
+                              f"released, {', '.join(WEIGHT_FORMATS)})")
 
     def decision_ns(self, n_active: int) -> float:
         """Decision time for a layer with ``n_active`` activated local experts (ns):
