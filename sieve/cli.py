@@ -534,17 +534,23 @@ def _cache_path(args: argparse.Namespace):
 def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenient: bool):
     """Check, run (resumably, in the store of --out) and write an experiment; returns the
     evaluation and the paths written."""
+    from sieve.outputs import lock_out_dir
+
+    with lock_out_dir(args.out):  # a second sieve into the same folder is refused
+        return _execute_locked(exp, args, command=command, source=source, lenient=lenient)
+
+
+def _execute_locked(exp, args: argparse.Namespace, *, command: str, source: str,
+                    lenient: bool):
     from sieve.experiments.cache import read_cache, write_cache
     from sieve.experiments.store import RunStore
-    from sieve.outputs import check_out_dir
+    from sieve.outputs import check_out_dir, check_out_file
     from sieve.report.evaluation import evaluate, write_evaluation
 
     check_out_dir(args.out)  # before any work
     points = exp.check(source)
     cache = _cache_path(args)
     if cache is not None:
-        from sieve.outputs import check_out_file
-
         check_out_file(cache, flag="--cache")
     entries: list = []
     note = ""

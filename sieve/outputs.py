@@ -52,6 +52,7 @@ __all__ = [
     "STORE_FORMAT",
     "STORE_MARKER",
     "check_out_file",
+    "lock_out_dir",
     "atomic_write",
     "check_out_dir",
     "open_run",
@@ -522,14 +523,97 @@ def open_run(out_dir: str | os.PathLike, command: str, *, flag: str = "--out"
         ConfigError, OutputError: see :func:`check_out_dir`; OutputError for any filesystem
             failure while writing.
     """
-    target = check_out_dir(out_dir, flag=flag)
-    run = RunFolder(target, command, flag)
+    with lock_out_dir(out_dir, flag=flag):
+        target = check_out_dir(out_dir, flag=flag)
+        run = RunFolder(target, command, flag)
+        try:
+            yield run
+            run.commit()
+        except BaseException:
+            run.discard()
+            raise
+
+
+#: Result folders this process holds the lock of (path -> nesting depth).
+_HELD: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def lock_out_dir(out_dir: str | os.PathLike, *, flag: str = "--out") -> Iterator[Path]:
+    """Hold the result folder ``out_dir`` for this process: a second sieve writing the same
+    folder is refused in one line (naming the holder's pid) instead of racing it to the
+    final rename. Re-entrant within a process (a sweep holds it and its writer takes it
+    again). The lock is an ``flock`` on a hidden file in the nearest existing folder above
+    the target (``.sieve-lock.<hash of the path>``), removed on release; a killed holder's
+    lock is released by the kernel. While it is held, temporary folders left beside the
+    target by a killed earlier writer (``.NAME.XXXXXXXX.tmp`` / ``.old``) are removed.
+    Without ``fcntl`` (not POSIX) it only nests."""
+    target = _as_path(out_dir, flag)
+    key = str(target)
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield target
+        finally:
+            _HELD[key] -= 1
+        return
     try:
-        yield run
-        run.commit()
-    except BaseException:
-        run.discard()
-        raise
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    fd, lock = None, None
+    if fcntl is not None:
+        anc = target.parent
+        while not anc.exists():
+            anc = anc.parent
+        lock = anc / f".sieve-lock.{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        while True:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as exc:
+                raise _fail(target, exc) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                try:
+                    holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                finally:
+                    os.close(fd)
+                raise OutputError(f"{flag} {key!r}: another sieve (pid {holder}) is writing "
+                                  "this folder; wait for it to finish, or give another "
+                                  "folder") from None
+            try:  # the previous holder may have removed the file between our open and lock
+                same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD[key] = 1
+    try:
+        _remove_stale_temporaries(target)
+        yield target
+    finally:
+        del _HELD[key]
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Folders ``.NAME.XXXXXXXX.tmp`` / ``.old`` beside ``target`` that an earlier writer,
+    killed before it could clean up, left behind (the lock is held: none is being written)."""
+    if not target.parent.is_dir():
+        return
+    pat = re.compile(re.escape(f".{target.name}.") + r"[0-9a-f]{8}\.(tmp|old)\Z")
+    for e in os.listdir(target.parent):
+        if pat.match(e):
+            p = target.parent / e
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
 
 
 def write_run(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *, command: str,

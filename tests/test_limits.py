@@ -201,3 +201,51 @@ def test_a_store_is_made_by_its_first_run():
     d = Path(tempfile.mkdtemp()) / "out"
     s = RunStore(d)
     assert s.ids() == [] and not d.exists()
+
+
+def test_a_second_sieve_into_the_same_folder_is_refused(tmp_path, capsys):
+    """Two sweeps into one --out ran with no lock, the last to finish winning the folder
+    (issue 18). The holder here is another process holding the lock; the second sieve is
+    refused in one line naming it, and the lock file is gone once it is released."""
+    import subprocess
+    import sys
+    import time
+
+    from sieve.cli import main
+
+    out = tmp_path / "out"
+    code = ("import sys, time\nfrom sieve.outputs import lock_out_dir\n"
+            f"with lock_out_dir({str(out)!r}):\n    print('held', flush=True)\n"
+            "    sys.stdin.readline()\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["run", "--batch", "2", "--methods", "sieve", "--layers", "1", "--out",
+                     str(out), "--jobs", "1"]) == 2
+        err = capsys.readouterr().err
+        assert f"another sieve (pid {holder.pid}) is writing this folder" in err
+        assert err.count("\n") == 1 and not out.exists()
+    finally:
+        holder.communicate("\n", timeout=30)
+    deadline = time.time() + 10
+    while list(tmp_path.glob(".sieve-lock.*")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not list(tmp_path.glob(".sieve-lock.*"))
+
+
+def test_lock_nests_and_stale_temporaries_are_removed(tmp_path):
+    from sieve.outputs import lock_out_dir, write_run
+
+    out = tmp_path / "res"
+    stale = [tmp_path / ".res.0123abcd.tmp", tmp_path / ".res.89abcdef.old"]
+    for d in stale:
+        d.mkdir()
+        (d / "half.csv").write_text("x")
+    other = tmp_path / ".other.0123abcd.tmp"  # another folder's: left alone
+    other.mkdir()
+    with lock_out_dir(out):
+        assert not any(d.exists() for d in stale) and other.exists()
+        write_run(out, {"a.txt": "1"}, command="test")  # the writer takes it again
+    assert (out / "a.txt").read_text() == "1"
+    assert not list(tmp_path.glob(".sieve-lock.*"))
