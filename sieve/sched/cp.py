@@ -47,6 +47,8 @@ Two implementations, decision for decision the same (tests): the compiled loop
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from sieve.sched.estimator import Estimator, GpuAffine
@@ -90,34 +92,40 @@ def _affine(est: Estimator) -> GpuAffine:
     return aff
 
 
-_STATIC = np.array([_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK,
-                    _greedy.Q_K0, _greedy.Q_SLOPE])
+_STATIC = (_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK, _greedy.Q_K0,
+           _greedy.Q_SLOPE)
+_QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
+                                _greedy.Q_C, _greedy.Q_FIXED)
+_QCH, _QPG, _QPH, _QPP = _greedy.Q_CHAIN, _greedy.Q_PG, _greedy.Q_PH, _greedy.Q_PP
 
 
-def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> np.ndarray:
+def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
     """The compiled loop's parameter buffer, one per estimator (its GPU form, launch time and
-    PIM slope written once), with this layer's timing and the PIM fixed time."""
+    PIM slope written once), with this layer's timing and the PIM fixed time. An
+    ``array.array`` of doubles: its items are set at a fraction of a numpy item's cost, and
+    the loop reads it as a typed memoryview all the same."""
     cached = est.__dict__.get("_cp_par")
     if cached is None or cached[0] is not aff:
-        par = np.zeros(_NPAR)
-        par[_STATIC] = (aff.w, aff.a, aff.f, aff.bytes_per_ns, aff.flops_per_ns,
-                        gpu_launch_ns(est), est.table("tp").slope)
+        par = array("d", bytes(8 * _NPAR))
+        for i, v in zip(_STATIC, (aff.w, aff.a, aff.f, aff.bytes_per_ns, aff.flops_per_ns,
+                                  gpu_launch_ns(est), est.table("tp").slope)):
+            par[i] = v
         cached = est.__dict__["_cp_par"] = (aff, par)
     par = cached[1]
-    t = load.timing if load.timing is not None else timing_of(load)
+    t = load.timing
+    if t is None:
+        t = timing_of(load)
     par[_QH] = t.hbm_ready_ns
     par[_QG] = t.gpu_ready_ns
     par[_QD] = t.dispatch_ns
     par[_QP] = t.pim_ready_ns
     par[_QC] = t.combine_ready_ns
     par[_QF] = est.pim_fixed_ns("tp")
-    par[_PERIOD] = (t.chain_ns, t.gpu_period_ns, t.hbm_period_ns, t.pim_period_ns)
+    par[_QCH] = t.chain_ns
+    par[_QPG] = t.gpu_period_ns
+    par[_QPH] = t.hbm_period_ns
+    par[_QPP] = t.pim_period_ns
     return par
-
-
-_QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
-                                _greedy.Q_C, _greedy.Q_FIXED)
-_PERIOD = np.array([_greedy.Q_CHAIN, _greedy.Q_PG, _greedy.Q_PH, _greedy.Q_PP])
 
 
 def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
