@@ -61,8 +61,8 @@ from sieve.hw.cost import (
     PimAttention,
 )
 from sieve.hw.estimates import RooflineCostModel
+from sieve.hw.presets import DTYPES
 from sieve.hw.system import SystemConfig
-from sieve.model.parts import WEIGHT_FORMATS
 from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
@@ -179,9 +179,9 @@ class StepOptions:
         if self.pim_order not in PIM_ORDERS:
             raise ConfigError(f"step: pim_order {self.pim_order!r} unknown (known: "
                               f"{', '.join(PIM_ORDERS)})")
-        if self.expert_dtype not in (None, "released", *WEIGHT_FORMATS):
+        if self.expert_dtype not in (None, "released", *DTYPES):
             raise ConfigError(f"step: expert_dtype {self.expert_dtype!r} unknown (known: "
-                              f"released, {', '.join(WEIGHT_FORMATS)})")
+                              f"released, {', '.join(DTYPES)})")
 
     def decision_ns(self, n_active: int) -> float:
         """Decision time for a layer with ``n_active`` activated local experts (ns):
