@@ -128,45 +128,42 @@ def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
     return par
 
 
-def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
-          ) -> tuple[float, float]:
-    """(E_G, E_P) of a split (module docstring)."""
+def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
+           ) -> tuple[float, float, float, float, float]:
+    """(E_G, E_P, the GPU experts' compute-lane and HBM-lane occupancy, T_PIM) of a split
+    (module docstring)."""
     t = timing_of(load)
     c = load.counts
     gpu = (c > 0) & ~on_pim
     n, tok = float(gpu.sum()), float(c[gpu].sum())
-    e_g = 0.0
+    e_g = occ_g = occ_h = 0.0
     if n:
-        t_gpu = gpu_launch_ns(est) + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
-                                         aff.f * tok / aff.flops_per_ns)
+        k0 = gpu_launch_ns(est)
+        t_gpu = k0 + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
+                         aff.f * tok / aff.flops_per_ns)
         e_g = max(t.hbm_ready_ns + t_gpu,
-                  max(t.gpu_ready_ns, t.dispatch_ns) + gpu_launch_ns(est)
-                  + aff.a * tok / aff.bytes_per_ns)
+                  max(t.gpu_ready_ns, t.dispatch_ns) + k0 + aff.a * tok / aff.bytes_per_ns)
+        occ_h = aff.w * n / aff.bytes_per_ns
+        occ_g = t_gpu - occ_h
     pim = (c > 0) & on_pim
-    e_p = 0.0
+    e_p = t_pim = 0.0
     if pim.any():
-        e_p = (max(t.pim_ready_ns, t.dispatch_ns) + est.pim_fixed_ns("tp")
-               + float(est._pim_fast(np.where(pim, c, 0)).sum()))
-    return e_g, e_p
+        t_pim = est.pim_fixed_ns("tp") + float(est._pim_fast(np.where(pim, c, 0)).sum())
+        e_p = max(t.pim_ready_ns, t.dispatch_ns) + t_pim
+    return e_g, e_p, occ_g, occ_h, t_pim
+
+
+def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
+          ) -> tuple[float, float]:
+    """(E_G, E_P) of a split (module docstring)."""
+    return _terms(load, est, aff, on_pim)[:2]
 
 
 def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray) -> float:
     t = timing_of(load)
-    big_t = max(t.combine_ready_ns, *_ends(load, est, aff, on_pim))
-    c = load.counts
-    gpu = (c > 0) & ~on_pim
-    n, tok = float(gpu.sum()), float(c[gpu].sum())
-    occ_h = occ_g = 0.0
-    if n:
-        occ_h = aff.w * n / aff.bytes_per_ns
-        occ_g = (gpu_launch_ns(est) + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
-                                          aff.f * tok / aff.flops_per_ns) - occ_h)
-    pim = (c > 0) & on_pim
-    t_pim = 0.0
-    if pim.any():
-        t_pim = est.pim_fixed_ns("tp") + float(est._pim_fast(np.where(pim, c, 0)).sum())
-    return max(big_t + t.chain_ns, t.gpu_period_ns + occ_g, t.hbm_period_ns + occ_h,
-               t.pim_period_ns + t_pim)
+    e_g, e_p, occ_g, occ_h, t_pim = _terms(load, est, aff, on_pim)
+    return max(max(t.combine_ready_ns, e_g, e_p) + t.chain_ns, t.gpu_period_ns + occ_g,
+               t.hbm_period_ns + occ_h, t.pim_period_ns + t_pim)
 
 
 def cp_estimate(load: LayerLoad, est: Estimator, on_pim) -> float:
