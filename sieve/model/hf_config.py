@@ -137,6 +137,13 @@ def _kv_heads(f: _Fields, heads: int) -> int:
     return kv
 
 
+def _gqa(f: _Fields, hidden: int, **flags: bool) -> GqaAttention:
+    """The GQA attention of the HF fields every GQA family shares: num_attention_heads,
+    num_key_value_heads and head_dim (HF's default hidden / heads when absent)."""
+    heads = f.int("num_attention_heads")
+    return GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, hidden, heads), **flags)
+
+
 def _released_format(f: _Fields, default: str = "bf16") -> str:
     q = f.raw("quantization_config", None)
     if q is None:
@@ -172,12 +179,11 @@ def _qwen_moe_layers(f: _Fields, n: int) -> tuple[tuple[int, ...], int]:
 def _mixtral(f: _Fields) -> dict[str, Any]:
     kw = _common(f, experts_key="num_local_experts", moe_i_key="intermediate_size")
     n, h = kw["n_layers"], kw["hidden_size"]
-    heads = f.int("num_attention_heads")
     window = f.raw("sliding_window", None)
     if window is not None:
         window = f.int("sliding_window")
     return dict(kw, family="mixtral",
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads)),
+                attention=_gqa(f, h),
                 layer_types=("sliding" if window else "full",) * n, sliding_window=window,
                 moe_layer_ids=tuple(range(n)), router=Router("softmax", norm_topk_prob=True))
 
@@ -187,12 +193,10 @@ def _qwen3_moe(f: _Fields) -> dict[str, Any]:
     n, h = kw["n_layers"], kw["hidden_size"]
     if f.bool("use_sliding_window", False):
         raise f.error("use_sliding_window", "sliding-window Qwen3-MoE is not supported")
-    heads = f.int("num_attention_heads")
     bias = f.bool("attention_bias", False)
     ids, dense_i = _qwen_moe_layers(f, n)
     return dict(kw, family="qwen3_moe",
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=bias, o_bias=bias, qk_norm=True),
+                attention=_gqa(f, h, qkv_bias=bias, o_bias=bias, qk_norm=True),
                 layer_types=("full",) * n, moe_layer_ids=ids, dense_intermediate_size=dense_i,
                 router=Router("softmax", norm_topk_prob=f.bool("norm_topk_prob", False)))
 
@@ -203,7 +207,6 @@ def _qwen_hybrid(f: _Fields, family: str) -> dict[str, Any]:
     interval = f.int("full_attention_interval", 4)
     default = tuple("full" if (i + 1) % interval == 0 else "gdn" for i in range(n))
     layer_types = _layer_types(f, n, ("full_attention", "linear_attention"), default)
-    heads = f.int("num_attention_heads")
     if family == "qwen3_next":
         ids, dense_i = _qwen_moe_layers(f, n)
         gate, norm = True, f.bool("norm_topk_prob", True)
@@ -214,8 +217,7 @@ def _qwen_hybrid(f: _Fields, family: str) -> dict[str, Any]:
         gate, norm = f.bool("attn_output_gate", True), True
     shared_i = f.int("shared_expert_intermediate_size", 0, minimum=0)
     return dict(kw, family=family, layer_types=layer_types,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qk_norm=True, output_gate=gate),
+                attention=_gqa(f, h, qk_norm=True, output_gate=gate),
                 linear_attention=GatedDeltaNet(
                     f.int("linear_num_key_heads"), f.int("linear_num_value_heads"),
                     f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
@@ -288,11 +290,9 @@ def _olmoe(f: _Fields) -> dict[str, Any]:
     # a MoE block in every layer, softmax router, no shared expert.
     kw = _common(f, experts_key="num_experts", moe_i_key="intermediate_size")
     n, h = kw["n_layers"], kw["hidden_size"]
-    heads = f.int("num_attention_heads")
     bias = f.bool("attention_bias", False)
     return dict(kw, family="olmoe", layer_types=("full",) * n,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=bias, o_bias=bias, qk_norm=True),
+                attention=_gqa(f, h, qkv_bias=bias, o_bias=bias, qk_norm=True),
                 moe_layer_ids=tuple(range(n)),
                 router=Router("softmax", norm_topk_prob=f.bool("norm_topk_prob", False)))
 
@@ -304,12 +304,10 @@ def _qwen2_moe(f: _Fields) -> dict[str, Any]:
     n, h = kw["n_layers"], kw["hidden_size"]
     if f.bool("use_sliding_window", False):
         raise f.error("use_sliding_window", "sliding-window Qwen2-MoE is not supported")
-    heads = f.int("num_attention_heads")
     ids, dense_i = _qwen_moe_layers(f, n)
     shared_i = f.int("shared_expert_intermediate_size", 0, minimum=0)
     return dict(kw, family="qwen2_moe", layer_types=("full",) * n,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=f.bool("qkv_bias", True)),
+                attention=_gqa(f, h, qkv_bias=f.bool("qkv_bias", True)),
                 moe_layer_ids=ids, dense_intermediate_size=dense_i,
                 n_shared_experts=1 if shared_i else 0, shared_intermediate_size=shared_i,
                 shared_expert_gate=bool(shared_i),
@@ -342,12 +340,10 @@ def _llama4(f: _Fields) -> dict[str, Any]:
     chunk = f.raw("attention_chunk_size", None)
     chunk = f.int("attention_chunk_size") if chunk is not None else None
     types = tuple("sliding" if chunk and r else "full" for r in rope)
-    heads = f.int("num_attention_heads")
     bias = f.bool("attention_bias", False)
     return dict(kw, family="llama4", layer_types=types,
                 sliding_window=chunk if "sliding" in types else None,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=bias, o_bias=bias),
+                attention=_gqa(f, h, qkv_bias=bias, o_bias=bias),
                 moe_layer_ids=ids,
                 dense_intermediate_size=(f.int("intermediate_size_mlp") if len(ids) < n
                                          else 0),
@@ -365,10 +361,8 @@ def _glm4_moe(f: _Fields) -> dict[str, Any]:
     first_dense = f.int("first_k_dense_replace", 1, minimum=0)
     ids = tuple(range(min(first_dense, n), n))
     n_shared = f.int("n_shared_experts", 1, minimum=0)
-    heads = f.int("num_attention_heads")
     return dict(kw, family="glm4_moe", layer_types=("full",) * n,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=f.bool("attention_bias", False),
+                attention=_gqa(f, h, qkv_bias=f.bool("attention_bias", False),
                                        qk_norm=f.bool("use_qk_norm", False)),
                 moe_layer_ids=ids,
                 dense_intermediate_size=f.int("intermediate_size") if len(ids) < n else 0,
@@ -388,11 +382,9 @@ def _granitemoe(f: _Fields) -> dict[str, Any]:
     # the embedding/residual/logit multipliers do not change sizes.
     kw = _common(f, experts_key="num_local_experts", moe_i_key="intermediate_size")
     n, h = kw["n_layers"], kw["hidden_size"]
-    heads = f.int("num_attention_heads")
     bias = f.bool("attention_bias", False)
     return dict(kw, family="granitemoe", layer_types=("full",) * n,
-                attention=GqaAttention(heads, _kv_heads(f, heads), _head_dim(f, h, heads),
-                                       qkv_bias=bias, o_bias=bias),
+                attention=_gqa(f, h, qkv_bias=bias, o_bias=bias),
                 moe_layer_ids=tuple(range(n)), router=Router("softmax", norm_topk_prob=True))
 
 
