@@ -1,5 +1,6 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
-reader ``sieve.dram._loadstore`` and the scheduler loop ``sieve.sched._greedy``.
+reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv`` and the
+scheduler loop ``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
 switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
@@ -32,6 +33,9 @@ exts = [
               extra_compile_args=compile_args),
     # the LoadStore trace reader (its only importer is sieve/dram/memtrace.py)
     Extension("sieve.dram._loadstore", ["sieve/dram/_loadstore.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+    # the command-log CSV formatter (its only importer is sieve/dram/log.py)
+    Extension("sieve.dram._logcsv", ["sieve/dram/_logcsv.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
     # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
     Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,

@@ -539,6 +539,14 @@ cdef class RequestRun:
             out[i] = self.ltype[i]
         return out
 
+    def take_log_types(self):
+        """The request types of the commands logged since the last take_log_types (as
+        log_types); empties the buffer, so a log streamed in pieces (Engine.take_log) keeps
+        its types in step."""
+        out = self.log_types()
+        self.lt_n = 0
+        return out
+
     # ---------------------------------------------------------------------------------------
     # Core (nogil)
     # ---------------------------------------------------------------------------------------

@@ -289,13 +289,11 @@ def _parse_overrides(items: list[str] | None) -> dict:
     return out
 
 
-#: File kinds of ``sieve dram --log`` (by extension).
-LOG_KINDS = (".csv", ".npy")
-
-
 def _log_path(text: str | None):
     """The --log file, checked before any work: a known extension, not a folder."""
     from pathlib import Path
+
+    from sieve.dram.log import LOG_KINDS
 
     if text is None:
         return None
@@ -347,17 +345,17 @@ def _cmd_dram(args: argparse.Namespace) -> int:
                                        write_low_watermark=args.write_low,
                                        page_policy=args.page, lifecycle=args.lifecycle,
                                        inject_per_tick=args.inject_per_tick)
-    res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
-                                 request_bytes=args.request_bytes, controller=controller,
-                                 log=log_path is not None)
-    if log_path is not None:
-        from sieve.dram.log import log_to_csv, log_to_npy
-        from sieve.outputs import write_bytes, write_text
+    if log_path is None:
+        res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
+                                     request_bytes=args.request_bytes, controller=controller)
+    else:  # streamed to a temporary file as the run goes, moved into place at its end
+        from sieve.dram.log import LogWriter
 
-        if log_path.suffix.lower() == ".csv":
-            write_text(log_path, log_to_csv(res.log, res.log_type))
-        else:
-            write_bytes(log_path, log_to_npy(res.log))
+        with LogWriter(log_path) as writer:
+            res = dram.simulate_requests(spec, trace, channels=args.channels,
+                                         mapping=args.mapping,
+                                         request_bytes=args.request_bytes,
+                                         controller=controller, log_sink=writer.write)
     if args.json:
         d = res.to_dict()
         d["trace"] = trace.source

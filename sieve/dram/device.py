@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -459,7 +459,8 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
                       channels: int | None = None, mapping: str | Sequence[str] = "sieve",
                       request_bytes: int = 64, controller: ControllerConfig | None = None,
                       queue_size: int | None = None, page_policy: str | None = None,
-                      log: bool = False, chunk_requests: int = CHUNK_REQUESTS) -> DramResult:
+                      log: bool = False, log_sink: Callable[[np.ndarray, np.ndarray], Any]
+                      | None = None, chunk_requests: int = CHUNK_REQUESTS) -> DramResult:
     """Run a request trace through per-channel FR-FCFS controllers (front end 1).
 
     Args:
@@ -478,6 +479,11 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             (kept for callers of earlier releases).
         log: return the full command log (LOG_DTYPE) in the result, with each command's
             request type in ``log_type`` (the log is held in memory: 48 B per command).
+        log_sink: stream the command log instead: called as ``log_sink(records, types)``
+            with the commands issued since its last call (LOG_DTYPE records in issue order and
+            their request types, as ``log`` gives them) after every chunk of requests and once
+            at the end, so memory stays bounded whatever the log's length (e.g.
+            :meth:`sieve.dram.log.LogWriter.write`); the result then holds no log.
         chunk_requests: requests decoded and handed to the engine at a time.
 
     Raises:
@@ -503,8 +509,15 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
     if in_memory and len(trace) == 0:
         raise ConfigError("request trace: empty")
     chunk_requests = check_int("request simulation", "chunk_requests", chunk_requests, lo=1)
+    if log_sink is not None:
+        if not callable(log_sink):
+            raise ConfigError(f"request simulation: log_sink must be callable, got "
+                              f"{type(log_sink).__name__}")
+        if log is True:
+            raise ConfigError("request simulation: give log=True (log in the result) or "
+                              "log_sink (log streamed), not both")
     mapper = AddressMapper(spec, mapping, channels=channels, request_bytes=request_bytes)
-    dev = DramDevice(spec, channels=mapper.channels, log=log)
+    dev = DramDevice(spec, channels=mapper.channels, log=log or log_sink is not None)
     eng = dev._engine
     tpc = spec.timing.ticks_per_ck
     hi, lo = controller.write_thresholds()
@@ -542,6 +555,8 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
                      np.ascontiguousarray(w, dtype=np.int8), addr)
         rc = run.advance()
+        if log_sink is not None:
+            log_sink(eng.take_log(), run.take_log_types())
     if rc < 0:
         raise _run_error(spec, "request simulation", eng.last_status)
     st = run.stats()
