@@ -8,8 +8,11 @@ This module must not import any other sieve module (it sits below :mod:`sieve.va
 
 from __future__ import annotations
 
-__all__ = ["LIMITS", "MAX_BATCH", "MAX_GPUS", "MAX_GRID_POINTS", "MAX_INT_DIGITS", "MAX_STEPS",
-           "MAX_TEXT_FILE_BYTES"]
+from typing import NamedTuple
+
+__all__ = ["LIMITS", "MAX_BATCH", "MAX_CONTEXT", "MAX_EXPERTS", "MAX_GPUS", "MAX_GRID_POINTS",
+           "MAX_INT_DIGITS", "MAX_LAYERS", "MAX_STEPS", "MAX_TEXT_FILE_BYTES", "MAX_WIDTH", "Limit",
+           "table_markdown"]
 
 #: Largest configuration text file sieve reads whole (config.json, system, spec, profile and
 #: sweep files): the largest real one is a few kB (a Hugging Face config with a quantisation
@@ -39,14 +42,95 @@ MAX_GPUS = 4096
 #: about a second per point on two cores 100,000 points are more than a day of work.
 MAX_GRID_POINTS = 100_000
 
-#: name -> (bound, reason), for the user guide's table.
-LIMITS: dict[str, tuple[int, str]] = {
-    "configuration file size": (MAX_TEXT_FILE_BYTES, "real ones are a few kB; refuses "
-                                "/dev/zero and logs given by mistake before reading them whole"),
-    "integer literal digits": (MAX_INT_DIGITS, "every modelled size fits in 64 bits; Python's "
-                               "own limit (4300) gives an error naming no field"),
-    "batch": (MAX_BATCH, "beyond every system's KV memory; bounds the routing arrays"),
-    "steps": (MAX_STEPS, "per run, measured and warm-up each"),
-    "GPUs": (MAX_GPUS, "per-GPU state of the step simulator"),
-    "sweep points": (MAX_GRID_POINTS, "counted before any point is built"),
+#: Decoder layers of one model: the deepest released LLMs have 126 (Llama 3.1 405B) and
+#: 61-94 among MoE models (DeepSeek-V3 61, Qwen3-235B-A22B 94); the step model keeps per-layer
+#: timings, so 1024 leaves 8x room and refuses runaway configs.
+MAX_LAYERS = 1024
+
+#: Any width of a model: hidden size, FFN and expert widths, vocabulary, attention heads, head
+#: and latent dimensions. The widest released values are ~256 k (Gemma's vocabulary) and
+#: 53,248 (Llama 3.1 405B's FFN); 2^20 leaves 4x on the largest and keeps every weight count
+#: (width x width x layers x experts) far inside 64 bits. A hidden size of 2^40 would ask for
+#: exabytes of weights.
+MAX_WIDTH = 1 << 20
+
+#: Routed experts per MoE layer: the most released is 512 (Qwen3-Next); routing arrays and
+#: per-expert schedules are sized by it, so 16384 leaves 32x.
+MAX_EXPERTS = 1 << 14
+
+#: Context length (tokens) of a model or a request: Llama 4 Scout's 10 M is the longest
+#: released; 2^27 (134 M) leaves 13x and keeps KV sizes inside 64 bits.
+MAX_CONTEXT = 1 << 27
+
+class Limit(NamedTuple):
+    """One bound, as the user guide's table shows it."""
+
+    constant: str  #: its name in this module
+    value: int
+    shown: str  #: the value as the table shows it
+    reason: str
+
+
+#: Every bound, in the order of the user guide's table (``python -m sieve.limits --write
+#: docs/user-guide.md`` regenerates the table; a test checks it is current).
+LIMITS: dict[str, Limit] = {
+    "configuration file size": Limit(
+        "MAX_TEXT_FILE_BYTES", MAX_TEXT_FILE_BYTES, "32 MiB",
+        "real ones are a few kB; refuses `--model /dev/zero` or a log given by mistake before "
+        "reading it whole"),
+    "integer literal in a configuration file": Limit(
+        "MAX_INT_DIGITS", MAX_INT_DIGITS, "30 digits",
+        "every modelled size fits in 64 bits; Python's own limit (4300 digits) gives an error "
+        "that names no field"),
+    "requests in one step, a run's `batch`": Limit(
+        "MAX_BATCH", MAX_BATCH, f"{MAX_BATCH}",
+        "the seed stops at 256; 65536 decode requests exceed every system preset's KV memory "
+        "at the workloads' lengths"),
+    "steps of a run, measured and warm-up each": Limit(
+        "MAX_STEPS", MAX_STEPS, f"{MAX_STEPS}",
+        "the CLI's `--steps` bound, also for sweep files and the library"),
+    "GPUs of a system": Limit(
+        "MAX_GPUS", MAX_GPUS, f"{MAX_GPUS}",
+        "NVL576-class systems fit; the step simulator keeps per-GPU state"),
+    "points of a sweep": Limit(
+        "MAX_GRID_POINTS", MAX_GRID_POINTS, f"{MAX_GRID_POINTS}",
+        "counted arithmetically before any point is built (also by `--dry-run`); at ~1 s a "
+        "point, more than a day on 2 cores"),
+    "decoder layers of a model (and any layer-count field of a config.json)": Limit(
+        "MAX_LAYERS", MAX_LAYERS, f"{MAX_LAYERS}",
+        "8x the deepest released model (126, Llama 3.1 405B); checked before a list of layer "
+        "types is built"),
+    "a model width: hidden size, FFN and expert widths, vocabulary, heads, head dims": Limit(
+        "MAX_WIDTH", MAX_WIDTH, "2^20",
+        "4x the widest released (Gemma's 256 k vocabulary); weight counts stay inside 64 bits"),
+    "routed experts per MoE layer (and top-k, shared experts, expert groups)": Limit(
+        "MAX_EXPERTS", MAX_EXPERTS, f"{MAX_EXPERTS}",
+        "32x the most released (512, Qwen3-Next)"),
+    "context tokens (max_position_embeddings, sliding windows, other config integers)": Limit(
+        "MAX_CONTEXT", MAX_CONTEXT, "2^27",
+        "13x the longest released context (10 M, Llama 4 Scout)"),
 }
+
+TABLE_BEGIN = ("<!-- limits:begin (generated by `python -m sieve.limits --write "
+               "docs/user-guide.md`) -->")
+TABLE_END = "<!-- limits:end -->"
+
+
+def table_markdown(indent: str = "  ") -> str:
+    """The user guide's table of bounds, between its markers."""
+    rows = [TABLE_BEGIN, "| bound | value | why |", "|---|---|---|"]
+    rows += [f"| {name} (`{lim.constant}`) | {lim.shown} | {lim.reason} |"
+             for name, lim in LIMITS.items()]
+    rows.append(TABLE_END)
+    return "\n".join(indent + r for r in rows) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintainer's command
+    import sys
+
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        from sieve.outputs import write_section  # only here: this module imports no other
+
+        write_section(sys.argv[2], "  " + TABLE_BEGIN, TABLE_END + "\n", table_markdown())
+    else:
+        sys.stdout.write(table_markdown())

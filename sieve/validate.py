@@ -212,6 +212,24 @@ def parse_int(text: str, *, hex_ok: bool = False) -> int | None:
     return None
 
 
+def check_regular_file(path: str | Path, what: str, error: type[Exception] = ConfigError,
+                       why: str = "it is read more than once") -> None:
+    """Refuse, in one line, a path that is not a regular file: a missing one, a folder, or a
+    pipe, FIFO or device (``/dev/stdin``, ``<(...)``), which a second read would find empty
+    (``why`` says why the reader needs a real file)."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise error(f"{what}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{what}: is a folder, expected a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{what}: not a regular file (a pipe, FIFO or device): {why}; save it to "
+                    "a file first")
+
+
 def read_text(path: str | Path, what: str, limit: int | None = None) -> str:
     """The whole of a UTF-8 text file of at most ``limit`` bytes (default
     :data:`sieve.limits.MAX_TEXT_FILE_BYTES`), read once and never past the bound; one-line

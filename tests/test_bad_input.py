@@ -302,7 +302,7 @@ ROWS = [
     (["dram", "--trace", "{F}/t_plus.trace"], "field 2 (address) is not a number"),
     (["dram", "--trace", "{F}/t_bom.trace"], "line 1: not ASCII text"),
     (["dram", "--trace", "{F}/nonexistent.trace"], "cannot read (No such file or directory)"),
-    (["dram", "--trace", "{F}"], "cannot read (Is a directory)"),
+    (["dram", "--trace", "{F}"], "is a folder, expected a trace file"),
     (["dram", "--trace", "{F}/t_huge.trace", "--pattern", "seq"], "give either --trace"),
     (["dram", "--trace", "{F}/t_object.npy"], "holds Python objects"),
     (["dram", "--trace", "{F}/t_2d.npy"], "expected a 1-D array, got shape (2, 2)"),
@@ -395,7 +395,7 @@ ROWS = [
     (["roofline", "--model", "{F}/m_type_list.json", "--batch", "4", "--out", "{OUT}"],
      "unsupported model_type ['qwen3_moe']"),
     (["roofline", "--model", "{F}/m_experts_huge.json", "--batch", "4", "--out", "{OUT}"],
-     "n_experts must be in [1, 32768]"),
+     "field 'num_experts': must be <= 16384 (sieve.limits)"),
     (["roofline", "--model", "{F}/m_experts_float.json", "--batch", "4", "--out", "{OUT}"],
      "field 'num_experts': expected an integer"),
     (["roofline", "--model", "{F}/m_bool_int.json", "--batch", "4", "--out", "{OUT}"],
@@ -407,7 +407,7 @@ ROWS = [
     (["roofline", "--model", "{F}/m_layers_neg.json", "--batch", "4", "--out", "{OUT}"],
      "field 'num_hidden_layers': must be >= 1"),
     (["roofline", "--model", "{F}/m_layers_many.json", "--batch", "4", "--out", "{OUT}"],
-     "synthetic router for 'm_layers_many' (200000 layers x 128 experts): needs about"),
+     "field 'num_hidden_layers': must be <= 1024 (sieve.limits)"),
     (["roofline", "--model", "{F}/m_topk.json", "--batch", "4", "--out", "{OUT}"],
      "top_k 1000 > n_experts 128"),
     (["roofline", "--model", "{F}/m_text_list.json", "--batch", "4", "--out", "{OUT}"],
@@ -464,7 +464,7 @@ ROWS = [
     (["schedule", "--model", "{F}/m_kv_heads.json", "--batch", "4"],
      "field 'num_key_value_heads'"),
     (["schedule", "--model", "{F}/m_experts_huge.json", "--batch", "4"],
-     "n_experts must be in [1, 32768]"),
+     "field 'num_experts': must be <= 16384 (sieve.limits)"),
     (["schedule", "--model", "nope", "--batch", "4"], "model 'nope': unknown"),
     (["schedule", "--batch", "4"], "the following arguments are required: --model"),
     (["roofline", "--model", "qwen3-30b-a3b", "--batch", "4", "--context", str(10**20),
@@ -835,6 +835,15 @@ def test_crc_corrupt_trace_is_refused(good_trace, tmp_path, mmap):
     if mmap:  # a memory map reads no CRC; the damaged ids are still range-checked when used
         t = load_trace(bad, mmap=True)
         assert t.n_tokens == 12
+        ids = np.asarray(t.expert_ids)
+        if ids.min() < 0 or ids.max() >= t.n_experts:  # the flipped byte made an id invalid
+            bad_steps = [s for s in range(t.n_steps)
+                         if not (0 <= ids[t.step_slice(s)]).all()
+                         or not (ids[t.step_slice(s)] < t.n_experts).all()]
+            with pytest.raises(TraceFormatError, match=f"step {bad_steps[0]}: expert ids"):
+                t.counts(bad_steps[0])
+            with pytest.raises((TraceFormatError, ConfigError)):
+                t.steps(bad_steps[0], bad_steps[0] + 1)
         return
     with pytest.raises(TraceFormatError, match="field 'expert_ids' unreadable"):
         load_trace(bad)
@@ -859,3 +868,22 @@ def test_fuzz_damaged_trace_files_load_or_refuse(good_trace, tmp_path_factory, p
             load_trace(p, mmap=mmap)
         except SieveError as exc:
             assert "\n" not in str(exc)
+
+
+def test_memory_mapped_ids_are_range_checked_when_a_step_is_read(good_trace, tmp_path):
+    from sieve.workload.trace import load_trace
+
+    with np.load(good_trace) as z:
+        ids = np.array(z["expert_ids"])
+    ids.flat[-1] = 10_000  # last token of the last step
+    bad = _rewrite(good_trace, tmp_path / "ids.npz", expert_ids=ids)
+    with pytest.raises(TraceFormatError, match="must lie in"):
+        load_trace(bad)  # read whole: checked at load
+    t = load_trace(bad, mmap=True)  # mapped: checked when the step is read
+    last = t.n_steps - 1
+    t.counts(0) if last else None
+    with pytest.raises(TraceFormatError, match=rf"step {last}: expert ids must lie in \[0, "
+                                               rf"{t.n_experts}\), found 0..10000"):
+        t.counts(last)
+    with pytest.raises(SieveError, match="must lie in"):
+        t.steps(last, last + 1)

@@ -24,7 +24,9 @@ and a read buffer, not by the file. Two file formats:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import zipfile
 from array import array
 from collections.abc import Iterator
@@ -261,9 +263,26 @@ class TraceFile:
         self.path = Path(path)
         self.source = str(self.path)
         self._who = f"trace {self.source!r}"
+        #: an open pipe, FIFO or device (``/dev/stdin``, ``<(...)``): sniffed without consuming
+        #: (peek) and then read once, by the first :meth:`chunks`
+        self._stream = None
+        self._consumed = False
         try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(8)
+            st = os.stat(self.path)
+            if stat.S_ISDIR(st.st_mode):
+                raise TraceFormatError(f"{self._who}: is a folder, expected a trace file")
+            if stat.S_ISREG(st.st_mode):
+                with open(self.path, "rb") as fh:
+                    head = fh.read(8)
+            else:
+                fh = open(self.path, "rb")
+                head = fh.peek(8)[:8]
+                if head.startswith(_NPY_MAGIC) or head[:4] in _ZIP_MAGIC:
+                    fh.close()
+                    raise TraceFormatError(
+                        f"{self._who}: a numpy trace must be a regular file (it is read by "
+                        "seeking); a pipe or FIFO may carry a LoadStore text trace only")
+                self._stream = fh
         except OSError as exc:
             raise TraceFormatError(f"{self._who}: cannot read ({exc.strerror})") from None
         self.n_requests: int | None = None
@@ -298,8 +317,16 @@ class TraceFile:
     def _loadstore_chunks(self, max_n: int):
         reader_cls = _compiled_reader()
         total = 0
+        if self._consumed:
+            raise TraceFormatError(f"{self._who}: a pipe or FIFO is read once, and this one "
+                                   "was read already; save the trace to a file to read it again")
         try:
-            with open(self.path, "rb") as fh:
+            if self._stream is not None:
+                self._consumed = True
+                opened, self._stream = self._stream, None
+            else:
+                opened = open(self.path, "rb")
+            with opened as fh:
                 rd = reader_cls(fh, self._who, _parse_line, MAX_LINE_BYTES, READ_BLOCK_BYTES)
                 while True:
                     a, w = rd.read(max_n)

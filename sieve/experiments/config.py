@@ -64,7 +64,7 @@ from sieve.experiments.points import Point
 from sieve.limits import MAX_GRID_POINTS
 from sieve.outputs import jsonable
 from sieve.system.run import RunConfig
-from sieve.validate import parse_document, read_text
+from sieve.validate import check_regular_file, parse_document, read_text
 
 __all__ = ["EXPERIMENT_FORMAT", "RUN_FIELDS", "RUN_ID_FORMAT", "ExperimentConfig", "RunBlock",
            "check_point", "code_digest", "load_experiment", "main_experiment",
@@ -146,6 +146,8 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
 
 
 def _file_digest(path: str) -> str:
+    check_regular_file(path, f"routing trace {path!r}",
+                       why="a routing trace is memory-mapped and read more than once")
     try:
         st = os.stat(path)
         return _file_sha256(os.path.realpath(path), st.st_size, st.st_mtime_ns)

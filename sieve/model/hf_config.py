@@ -19,12 +19,34 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sieve.errors import ConfigError, choices
+from sieve.limits import MAX_CONTEXT, MAX_EXPERTS, MAX_LAYERS
 from sieve.model.parts import GatedDeltaNet, GqaAttention, MlaAttention, Router
 from sieve.validate import check_number
 
 __all__ = ["ARCHITECTURES", "FAMILIES", "GENERIC_FIELDS", "parse_hf_config", "to_hf_config"]
 
 _MISSING = object()
+
+#: Upper bound of an integer field, checked as it is read, before any list is built from it
+#: (sieve.limits; a config with 10^12 layers must not build 10^12 layer types). Fields that
+#: count layers are bounded by MAX_LAYERS, expert counts by MAX_EXPERTS; every other integer
+#: (a width, a head count, a context length) by MAX_CONTEXT here, and the model's own checks
+#: then hold widths to MAX_WIDTH.
+_LAYER_FIELDS = ("num_hidden_layers", "n_layers", "num_layers", "n_layer",
+                 "first_k_dense_replace", "decoder_sparse_step", "moe_layer_freq",
+                 "interleave_moe_layer_step", "mtp_num_hidden_layers", "num_nextn_predict_layers",
+                 "full_attention_interval")
+_EXPERT_FIELDS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+                  "n_experts", "num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k",
+                  "n_shared_experts", "num_shared_experts", "n_group", "topk_group")
+
+
+def _field_max(key: str) -> int:
+    if key in _LAYER_FIELDS:
+        return MAX_LAYERS
+    if key in _EXPERT_FIELDS:
+        return MAX_EXPERTS
+    return MAX_CONTEXT
 
 
 class _Fields:
@@ -53,6 +75,9 @@ class _Fields:
             raise self.error(key, f"expected an integer, got {v!r}")
         if v < minimum:
             raise self.error(key, f"must be >= {minimum}, got {v}")
+        hi = _field_max(key)
+        if v > hi:
+            raise self.error(key, f"must be <= {hi} (sieve.limits), got {v}")
         return v
 
     def bool(self, key: str, default: Any = _MISSING) -> bool:
@@ -80,6 +105,8 @@ class _Fields:
         if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int)
                                           for x in v):
             raise self.error(key, f"expected a list of integers, got {v!r}")
+        if len(v) > MAX_LAYERS:
+            raise self.error(key, f"{len(v)} entries; at most {MAX_LAYERS} (sieve.limits)")
         return v
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from sieve.errors import ConfigError, choices, lookup
+from sieve.limits import MAX_CONTEXT, MAX_EXPERTS, MAX_LAYERS, MAX_WIDTH
 from sieve.model.hf_config import parse_hf_config
 from sieve.model.parts import (
     ExpertGemv,
@@ -128,12 +129,14 @@ class MoeModel:
         if not isinstance(self.name, str):
             raise ConfigError(f"model: name must be text, got {self.name!r}")
         who = f"model {self.name!r}"
-        for f in ("n_layers", "hidden_size", "vocab_size", "n_experts", "top_k",
-                  "moe_intermediate_size"):
-            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=1))
-        for f in ("n_shared_experts", "shared_intermediate_size", "dense_intermediate_size",
-                  "max_position_embeddings", "n_mtp_layers"):
-            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=0))
+        for f, hi in (("n_layers", MAX_LAYERS), ("hidden_size", MAX_WIDTH),
+                      ("vocab_size", MAX_WIDTH), ("n_experts", MAX_EXPERTS),
+                      ("top_k", MAX_EXPERTS), ("moe_intermediate_size", MAX_WIDTH)):
+            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=1, hi=hi))
+        for f, hi in (("n_shared_experts", MAX_EXPERTS), ("shared_intermediate_size", MAX_WIDTH),
+                      ("dense_intermediate_size", MAX_WIDTH),
+                      ("max_position_embeddings", MAX_CONTEXT), ("n_mtp_layers", MAX_LAYERS)):
+            object.__setattr__(self, f, check_int(who, f, getattr(self, f), lo=0, hi=hi))
         object.__setattr__(self, "layer_types", check_sequence(who, "layer_types",
                                                                 self.layer_types))
         object.__setattr__(self, "moe_layer_ids", check_sequence(
@@ -151,6 +154,10 @@ class MoeModel:
         if self.top_k > self.n_experts:
             raise ConfigError(f"{who}: top_k {self.top_k} > n_experts {self.n_experts}")
         ids = self.moe_layer_ids
+        if not ids:
+            raise ConfigError(f"{who}: no MoE layer (moe_layer_ids is empty: e.g. "
+                              "first_k_dense_replace or decoder_sparse_step leave every layer "
+                              "dense); sieve models MoE models")
         if list(ids) != sorted(set(ids)) or any(not 0 <= i < self.n_layers for i in ids):
             raise ConfigError(f"{who}: moe_layer_ids must be sorted, unique and in "
                               f"[0, {self.n_layers}), got {ids}")
@@ -160,6 +167,9 @@ class MoeModel:
         if mla != ("mla" in self.layer_types) or (mla and set(self.layer_types) != {"mla"}):
             raise ConfigError(f"{who}: MLA attention must be used by every layer (layer type "
                               f"'mla') and GQA attention by 'full'/'sliding' layers")
+        if self.sliding_window is not None:
+            object.__setattr__(self, "sliding_window", check_int(
+                who, "sliding_window", self.sliding_window, lo=1, hi=MAX_CONTEXT))
         if "sliding" in self.layer_types and not self.sliding_window:
             raise ConfigError(f"{who}: 'sliding' layers need a positive sliding_window")
         if self.n_shared_experts < 0 or (self.n_shared_experts > 0) != (
@@ -457,7 +467,12 @@ def load_hf_config(path: str | Path, name: str | None = None) -> MoeModel:
         raise ConfigError(f"{who}: expected a JSON object at top level")
     if name is None:
         name = p.parent.name if p.stem == "config" and p.parent.name else p.stem
-    kwargs = parse_hf_config(data, str(p))  # its errors name the file and the field
+    try:
+        kwargs = parse_hf_config(data, str(p))  # its errors name the file and the field
+    except ConfigError as exc:  # the parts' (attention, router) errors do not
+        if str(exc).startswith("model config "):
+            raise
+        raise ConfigError(f"{who}: {exc}") from None
     note = kwargs.pop("source_note", None)
     try:
         return MoeModel(name=name, source=f"{p} ({note})" if note else str(p), **kwargs)

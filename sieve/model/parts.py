@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from sieve.errors import ConfigError, lookup
+from sieve.limits import MAX_WIDTH
 from sieve.validate import check_bool, check_int
 
 __all__ = [
@@ -143,7 +144,7 @@ class GqaAttention:
     def __post_init__(self) -> None:
         who = "GQA attention"
         for f in ("n_heads", "n_kv_heads", "head_dim"):
-            check_int(who, f, getattr(self, f), lo=1)
+            check_int(who, f, getattr(self, f), lo=1, hi=MAX_WIDTH)
         for f in ("qkv_bias", "o_bias", "qk_norm", "output_gate", "sinks"):
             check_bool(who, f, getattr(self, f))
         if self.n_heads % self.n_kv_heads:
@@ -196,8 +197,8 @@ class MlaAttention:
     def __post_init__(self) -> None:
         for f in ("n_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                   "v_head_dim"):
-            check_int("MLA attention", f, getattr(self, f), lo=1)
-        check_int("MLA attention", "q_lora_rank", self.q_lora_rank, lo=0)
+            check_int("MLA attention", f, getattr(self, f), lo=1, hi=MAX_WIDTH)
+        check_int("MLA attention", "q_lora_rank", self.q_lora_rank, lo=0, hi=MAX_WIDTH)
 
     def params(self, hidden: int) -> int:
         """Parameters of one MLA layer with model width ``hidden``."""
@@ -247,8 +248,8 @@ class GatedDeltaNet:
     def __post_init__(self) -> None:
         who = "Gated DeltaNet"
         for f in ("n_qk_heads", "n_v_heads", "qk_head_dim", "v_head_dim"):
-            check_int(who, f, getattr(self, f), lo=1)
-        check_int(who, "conv_kernel", self.conv_kernel, lo=2)
+            check_int(who, f, getattr(self, f), lo=1, hi=MAX_WIDTH)
+        check_int(who, "conv_kernel", self.conv_kernel, lo=2, hi=MAX_WIDTH)
         if self.n_v_heads % self.n_qk_heads:
             raise ConfigError(f"{who}: the {self.n_qk_heads} query/key heads must divide the "
                               f"{self.n_v_heads} value heads")

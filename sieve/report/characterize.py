@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sieve.errors import ConfigError, lookup
+from sieve.limits import MAX_BATCH
 from sieve.validate import check_memory, check_sequence
 from sieve.workload.stats import BIN_LABELS, bin_counts
 
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 COLUMNS = ("model", "batch_size", "statistic", "value", "p05", "p95", "n_steps", "seed")
-MAX_BATCH = 65536  # guard against typos like 1e9 tokens per step (memory: B x layers x experts)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ from sieve.hw.cost import (
 from sieve.hw.estimates import RooflineCostModel
 from sieve.hw.presets import DTYPES
 from sieve.hw.system import SystemConfig
+from sieve.limits import MAX_LAYERS
 from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
@@ -169,9 +170,9 @@ class StepOptions:
             raise ConfigError(f"step: kv_dtype {self.kv_dtype!r} unknown (known: bf16, fp16, "
                               "fp8)")
         if self.layers is not None and (isinstance(self.layers, bool) or not isinstance(
-                self.layers, int) or self.layers < 1):
-            raise ConfigError(f"step: layers must be None (all) or an integer >= 1, got "
-                              f"{self.layers!r}")
+                self.layers, int) or not 1 <= self.layers <= MAX_LAYERS):
+            raise ConfigError(f"step: layers must be None (all) or an integer in "
+                              f"1..{MAX_LAYERS} (sieve.limits.MAX_LAYERS), got {self.layers!r}")
         if self.scheduler_ns is not None and not 0 <= self.scheduler_ns < float("inf"):
             raise ConfigError(f"step: scheduler_ns must be a finite number >= 0, got "
                               f"{self.scheduler_ns!r}")

@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from sieve import limits
 from sieve.errors import ConfigError, TraceFormatError
 from sieve.outputs import atomic_write
-from sieve.validate import check_int, check_mapping, check_sequence
+from sieve.validate import check_int, check_mapping, check_regular_file, check_sequence
 
 __all__ = [
     "COUNTS_FORMAT_NAME",
@@ -56,8 +57,10 @@ COUNTS_FORMAT_NAME = "sieve-expert-counts"
 PREFILL = 0  # phase code of a prompt token
 DECODE = 1  # phase code of a generated token
 _ARRAYS = ("expert_ids", "step_offsets", "request_ids", "phase")
-#: Expert ids are stored as int16, so a trace holds at most this many experts per layer.
+#: Expert ids are stored as int16, so a trace holds at most this many experts per layer (the
+#: file format's bound; a model's is sieve.limits.MAX_EXPERTS, which must not exceed it).
 MAX_EXPERTS = 1 << 15
+assert limits.MAX_EXPERTS <= MAX_EXPERTS
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,11 @@ class RoutingTrace:
         """
         sl = self.step_slice(step)
         ids = np.asarray(self.expert_ids[sl])
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.n_experts):
+            # checked here for memory-mapped traces (load_trace(mmap=True) skips the check)
+            raise TraceFormatError(f"RoutingTrace: step {step}: expert ids must lie in "
+                                   f"[0, {self.n_experts}), found {int(ids.min())}.."
+                                   f"{int(ids.max())}")
         if phase is not None:
             ids = ids[np.asarray(self.phase[sl]) == phase]
         return layer_counts(ids, self.n_experts)
@@ -400,7 +408,8 @@ def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
         path: file written by :meth:`RoutingTrace.save`.
         mmap: memory-map the big arrays instead of reading them (for traces larger than
             memory); :meth:`RoutingTrace.steps` and :func:`iter_trace_chunks` then read only
-            the steps asked for. Expert-id range checks are skipped in this mode.
+            the steps asked for. Expert ids are then range-checked as steps are read
+            (:meth:`RoutingTrace.counts`, :meth:`RoutingTrace.steps`), not at load.
 
     Raises:
         TraceFormatError: not a trace file, unsupported version, or a missing/bad field.
@@ -408,6 +417,8 @@ def load_trace(path: str | Path, mmap: bool = False) -> RoutingTrace:
     from sieve.workload.sniff import describe_kind, sniff
 
     path = Path(path)
+    check_regular_file(path, f"routing trace {str(path)!r}", TraceFormatError,
+                       "a routing trace is memory-mapped and read more than once")
     kind = sniff(path)
     if kind not in ("sieve-trace", "npz", "unknown"):  # a file for another reader
         raise TraceFormatError(describe_kind(path, "a sieve routing trace (.npz)"))
