@@ -133,6 +133,8 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
         jobs = default_jobs()
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"--jobs must be an integer >= 1, got {jobs!r}")
+    if scheduler is not None:
+        probe_scheduler(scheduler)  # before any line of progress or any run
     pts = list(points)
     ids = [run_id(p) for p in pts]
     records: list[RunRecord | None] = [None] * len(pts)
@@ -156,9 +158,11 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
 
     def done(i: int, res: dict) -> None:
         if not res.get("ok"):
-            what = f"run {ids[i]} ({pts[i].describe()})"
             if res.get("sieve_error"):
-                raise SieveError(f"{what}: {res['error']}")
+                # the worker's own line and error class, as if it had run here; a sweep of
+                # several points says which point (not its run id: the id is for the store)
+                raise _worker_error(res, None if len(pts) == 1 else _short(pts[i]))
+            what = f"run {ids[i]} ({pts[i].describe()})"
             raise RuntimeError(f"{what} failed in a worker:\n{res.get('traceback') or ''}"
                                f"{res['error']}")
         r = res["result"]
@@ -195,6 +199,17 @@ def execute(points: Sequence[Point], *, jobs: int | None = None, scheduler: str 
                    + (f", worker peak memory {peak / 2**20:.0f} MiB" if peak else "")
                    + f"), {reused} reused")
     return out
+
+
+def _worker_error(res: dict, point: str | None) -> SieveError:
+    """The SieveError a worker reported, of its class (ConfigError, TimingViolation, ...)."""
+    from sieve import errors
+
+    cls = getattr(errors, str(res.get("error_class")), None)
+    if not (isinstance(cls, type) and issubclass(cls, SieveError)):
+        cls = SieveError
+    msg = str(res.get("error", ""))
+    return cls(msg if point is None else f"{msg} (point: {point})")
 
 
 def _short(p: Point) -> str:
@@ -309,14 +324,75 @@ def _run_local(n: int, todo, payloads, entries, done, prog, pts) -> None:
 
 # ---- Dask -------------------------------------------------------------------------------------
 
-def _run_dask(address: str, todo, payloads, entries, done, prog, pts) -> None:
+#: Seconds a TCP connection to a Dask scheduler may take in :func:`probe_scheduler` (a live
+#: scheduler answers in milliseconds; dask's own connect retries for ``timeout``, 20 s here).
+PROBE_TIMEOUT_S = 3.0
+
+
+def probe_scheduler(address: str) -> None:
+    """Check, in seconds, that ``--scheduler`` can be used: dask.distributed installed, the
+    address well formed and, for ``tcp://host:port`` (or ``host:port``), something listening
+    there. A refused or unroutable address is one ConfigError line at once instead of dask's
+    20 s of retries followed by its traceback; other schemes (tls://, ucx://, inproc://) are
+    left to dask.
+
+    Raises:
+        ConfigError: naming ``--scheduler`` and the reason.
+    """
+    import socket
+
     try:
-        from distributed import Client, as_completed
+        import distributed  # noqa: F401
     except ImportError:
         raise ConfigError("--scheduler needs dask.distributed, an optional extra: pip install "
                           "'sieve-sim[dask]' (or '.[dask]' in a checkout)") from None
     if not isinstance(address, str) or not address.strip():
         raise ConfigError("--scheduler: expected an address such as tcp://host:8786")
+    rest = address[len("tcp://"):] if address.startswith("tcp://") else address
+    if "://" in rest:
+        return
+    host, sep, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--scheduler {address!r}: expected tcp://host:port (port "
+                          "1..65535), e.g. tcp://127.0.0.1:8786")
+    try:
+        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or (f"no answer within {PROBE_TIMEOUT_S:g} s"
+                                  if isinstance(exc, TimeoutError) else type(exc).__name__)
+        raise ConfigError(f"--scheduler {address!r}: cannot connect ({reason}); is the "
+                          "scheduler running (dask scheduler) and the address right?") from None
+    # something listens: ask it who it is, in the scheduler's own protocol, with a deadline
+    # (a non-Dask server there made dask.Client read garbage, run out of memory, and then
+    # spend 40 s closing)
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def identity():
+        r = rpc(address, connection_args={}, timeout=PROBE_TIMEOUT_S)
+        try:
+            return await asyncio.wait_for(r.identity(), PROBE_TIMEOUT_S)
+        finally:
+            await r.close_rpc()
+
+    try:
+        ident = asyncio.run(identity())
+    except Exception as exc:
+        raise ConfigError(f"--scheduler {address!r}: something answers there but not as a Dask "
+                          f"scheduler ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not isinstance(ident, dict) or ident.get("type") != "Scheduler":
+        kind = ident.get("type") if isinstance(ident, dict) else type(ident).__name__
+        raise ConfigError(f"--scheduler {address!r}: answers as {kind!r}, not a Dask "
+                          "scheduler (give the scheduler's address, not a worker's)")
+
+
+def _run_dask(address: str, todo, payloads, entries, done, prog, pts) -> None:
+    probe_scheduler(address)
+    from distributed import Client, as_completed
+
     try:
         client = Client(address, timeout="20s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -348,7 +424,21 @@ def _run_dask(address: str, todo, payloads, entries, done, prog, pts) -> None:
                 prog.running["dask"] = f"{left} on the cluster ({len(ids)} workers)"
                 if not left:
                     prog.running.pop("dask")
-            done(i, fut.result())
+            try:
+                res = fut.result()
+            except (SieveError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # the cluster, not the run: a lost scheduler or worker
+                raise SieveError(f"--scheduler {address!r}: the cluster failed while "
+                                 f"running ({type(exc).__name__}: {exc}); the finished runs "
+                                 "are kept, the same command resumes") from None
+            done(i, res)
+    except (SieveError, KeyboardInterrupt):
+        raise
+    except (OSError, TimeoutError) as exc:  # the scheduler went away between the calls
+        raise SieveError(f"--scheduler {address!r}: lost the scheduler ({type(exc).__name__}: "
+                         f"{exc}); the finished runs are kept, the same command resumes"
+                         ) from None
     finally:
         if futures:
             client.cancel(futures)

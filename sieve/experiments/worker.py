@@ -83,7 +83,7 @@ def run_task(payload: dict) -> dict:
                 "entries": entries, "peak_rss_bytes": _peak_rss_bytes()}
     except SieveError as exc:
         return {"id": rid, "ok": False, "error": str(exc), "sieve_error": True,
-                "traceback": ""}
+                "error_class": type(exc).__name__, "traceback": ""}
     except Exception as exc:  # a bug: its traceback goes back to the collecting process
         return {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}",
                 "sieve_error": False, "traceback": traceback.format_exc()}
