@@ -12,7 +12,7 @@ import re
 import sys
 
 from sieve.errors import ConfigError, SieveError
-from sieve.limits import MAX_STEPS
+from sieve.limits import MAX_BATCH, MAX_CONTEXT, MAX_GPUS, MAX_LAYERS, MAX_STEPS
 from sieve.validate import parse_int
 
 __all__ = ["build_parser", "main"]
@@ -72,10 +72,6 @@ def _int_type(lo: int | None = None, hi: int | None = None, what: str = ""):
     conv.__name__ = "integer"
     return conv
 
-
-#: Largest --context (cached tokens per request) the CLI takes: 2**31 - 1, beyond any model's
-#: context window and small enough that per-request token and byte counts stay in int64.
-_MAX_CONTEXT = (1 << 31) - 1
 
 _FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
 
@@ -884,8 +880,13 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     if args.step >= cfg.steps:
         raise ConfigError(f"sieve timeline: --step {args.step}: the run measures steps "
                           f"0..{cfg.steps - 1} (--steps {cfg.steps})")
-    layers = None if args.layer is None else ("all" if args.layer == "all" else
-                                              [_int_type(0, 10 ** 6)(args.layer)])
+    layers = None
+    if args.layer is not None:
+        want = None if args.layer == "all" else parse_int(args.layer.strip())
+        if args.layer != "all" and (want is None or not 0 <= want < MAX_LAYERS):
+            raise ConfigError(f"sieve timeline: --layer {args.layer!r}: expected a layer "
+                              f"number in [0, {MAX_LAYERS}) or 'all'")
+        layers = "all" if want is None else [want]
     ev = evaluate([Point(cfg, timeline=True, channels=True)])
     if isinstance(layers, list) and not any(t["layer"] == layers[0] for t in ev.timeline):
         have = sorted({t["layer"] for t in ev.timeline if t["layer"] >= 0})
@@ -997,7 +998,19 @@ def _cmd_trace_info(args: argparse.Namespace) -> int:
             raise ConfigError(f"sieve trace info: {args.file} is {KINDS[kind]} (known: sieve "
                               "routing and count traces, vLLM router logs, count matrices, "
                               "OLMoE and Fiddler count files)")
-        print(f"{args.file}: {KINDS[kind]}; import it: {hint}")
+        # read it as its importer would: a file that only starts like one is refused here
+        from sieve.workload import importers
+
+        if kind == "vllm-log":
+            tr = importers.read_vllm_router_log([args.file], warmup_passes="auto")
+        elif kind == "allenai-json":
+            tr = importers.read_allenai_counts(args.file)
+        elif kind == "fiddler-json":
+            tr = importers.read_fiddler_popularity(args.file)
+        else:  # count-json, sglang-json, count-csv: top-k is not in the file; 1 to read it
+            tr = importers.read_count_matrix(args.file, top_k=1)
+        print(f"{args.file}: {KINDS[kind]}: {len(tr.meta.layer_ids)} layer(s) x "
+              f"{tr.meta.n_experts} experts; import it: {hint}")
         return 0
     print(f"{args.file}: {KINDS[kind]}")
     for line in _trace_summary(tr):
@@ -1094,7 +1107,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "Figure 3 models)")
     p.add_argument("--batch", default="1,2,4,8,16,32,64,128,256,512,1024",
                    help="comma-separated batch sizes (default 1,2,4,...,1024)")
-    p.add_argument("--steps", type=_int_type(1), default=16,
+    p.add_argument("--steps", type=_int_type(1, MAX_STEPS), default=16,
                    help="decode steps per trace (default 16)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="RNG seed (default 0)")
     p.add_argument(
@@ -1125,7 +1138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mapping", default="sieve", help="address mapping: sieve, RoBaRaCoCh, "
                    "ChRaBaRoCo, MOP4CLXOR (Ramulator 2's XOR mapper; 32-byte requests) "
                    "(default sieve)")
-    p.add_argument("--request-bytes", type=_int_type(1, what="bytes per request"),
+    p.add_argument("--request-bytes", type=_int_type(1, 1 << 16, what="bytes per request, "
+                                                     "at most a row"),
                    default=64, help="bytes per request (default 64; 32 = one burst, as "
                    "Ramulator's transactions)")
     # the engine's queue index is a C int
@@ -1194,13 +1208,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roofline", help="Figure 4: GPU and HBM-PIM rooflines with the "
                        "operations of a sampled decode step (CSV + PNG + PDF)")
     p.add_argument("--model", required=True, help="model preset or config.json path")
-    p.add_argument("--batch", type=_int_type(1), required=True,
+    p.add_argument("--batch", type=_int_type(1, MAX_BATCH), required=True,
                    help="decode requests in the step")
     p.add_argument("--spec", default=None, help="PIM preset (default: the GPU's stacks)")
     p.add_argument("--gpu", default=None, help="GPU preset (default: the default GPU, marked * "
                    "by `sieve hardware`)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
-    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
+    p.add_argument("--context", type=_int_type(1, MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
     p.add_argument("--out", default="roofline_out", help="output folder: new, empty, or an "
                    "earlier run's (default roofline_out)")
@@ -1209,17 +1223,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schedule", help="one decode step's GPU/PIM partition of every expert "
                        "(a scheduler on a synthetic routing step, with its estimates)")
     p.add_argument("--model", required=True, help="model preset or config.json path")
-    p.add_argument("--batch", type=_int_type(1), required=True,
+    p.add_argument("--batch", type=_int_type(1, MAX_BATCH), required=True,
                    help="decode requests in the step")
     p.add_argument("--method", default="sieve", help="scheduler (default sieve): sieve, "
                    "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
                    "sieve-roofline, optimal")
     p.add_argument("--system", default=None, help="system preset or .json/.toml file "
                    "(default: sieve.hw.system.DEFAULT_SYSTEM; `sieve hardware` lists them)")
-    p.add_argument("--context", type=_int_type(1, _MAX_CONTEXT), default=2048,
+    p.add_argument("--context", type=_int_type(1, MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")
-    p.add_argument("--warmup", type=_int_type(0), default=0, help="earlier steps whose PIM "
+    p.add_argument("--warmup", type=_int_type(0, MAX_STEPS), default=0,
+                   help="earlier steps whose PIM "
                    "times (engine) feed "
                    "the runtime cost table first (default 0: roofline fallback only)")
     p.add_argument("--layer", default=None, help="MoE layer to print, or 'all' (default: the "
@@ -1298,14 +1313,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="model (default gpt-oss-120b)")
     p.add_argument("--system", default=None, help="system (default: the seed's for the model)")
     p.add_argument("--method", default="sieve", help="scheduler (default sieve)")
-    p.add_argument("--batch", type=_int_type(1, 4096), default=16, help="batch (default 16)")
+    p.add_argument("--batch", type=_int_type(1, MAX_BATCH), default=16,
+                   help="batch (default 16)")
     p.add_argument("--pim", default=None, metavar="PRESET", help="PIM design of the stacks "
                    "(default: the system's)")
-    p.add_argument("--gpu", type=_int_type(0, 10 ** 6), default=0,
+    p.add_argument("--gpu", type=_int_type(0, MAX_GPUS - 1), default=0,
                    help="GPU whose lanes are drawn (default 0)")
     p.add_argument("--layer", default=None, help="layer drawn, or 'all' (default: the first "
                    "simulated layer)")
-    p.add_argument("--step", type=_int_type(0, 10 ** 4), default=0,
+    p.add_argument("--step", type=_int_type(0, MAX_STEPS - 1), default=0,
                    help="measured step drawn (default 0); timeline.csv/json hold every one")
     _add_run_flags(p)
     p.add_argument("--out", default="timeline-out", help="output folder")
@@ -1351,6 +1367,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _refuse_blank(args: argparse.Namespace) -> None:
+    """Refuse an empty or blank value of any text option or argument (``--model ""`` would
+    otherwise fall back to the default as if it were not given)."""
+    for key, v in vars(args).items():
+        items = v if isinstance(v, list) else [v]
+        blank = [x for x in items if isinstance(x, str) and not x.strip()]
+        if blank:
+            flag = key if key in ("files", "file", "folder", "target", "name", "kind") \
+                else "--" + key.replace("_", "-")
+            cmd = getattr(args, "command", "") or ""
+            raise ConfigError(f"sieve{' ' + cmd if cmd else ''}: {flag}: empty value "
+                              f"{blank[0]!r} (give a name or a file, or leave the option out)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
     args = None
@@ -1366,6 +1396,7 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # usage errors (one line, code 2) and --help (code 0)
             return exc.code if isinstance(exc.code, int) else 2
+        _refuse_blank(args)
         return int(args.func(args) or 0)
     except SieveError as exc:
         print(f"sieve: error: {exc}", file=sys.stderr)

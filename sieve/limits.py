@@ -10,15 +10,25 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["LIMITS", "MAX_BATCH", "MAX_CONTEXT", "MAX_EXPERTS", "MAX_GPUS", "MAX_GRID_POINTS",
-           "MAX_INT_DIGITS", "MAX_LAYERS", "MAX_STEPS", "MAX_TEXT_FILE_BYTES", "MAX_WIDTH", "Limit",
-           "table_markdown"]
+__all__ = ["LIMITS", "MAX_BATCH", "MAX_CONTEXT", "MAX_DATA_FILE_BYTES", "MAX_EXPERTS",
+           "MAX_GPUS", "MAX_GRID_POINTS", "MAX_INT_DIGITS", "MAX_LAYERS", "MAX_LINE_BYTES",
+           "MAX_STEPS", "MAX_TEXT_FILE_BYTES", "MAX_WIDTH", "Limit", "table_markdown"]
 
 #: Largest configuration text file sieve reads whole (config.json, system, spec, profile and
 #: sweep files): the largest real one is a few kB (a Hugging Face config with a quantisation
 #: ignore list is ~30 kB), so 32 MiB refuses ``/dev/zero``, a log given by mistake or a runaway
 #: generated file in well under a second, without reading more than the bound.
 MAX_TEXT_FILE_BYTES = 32 << 20
+
+#: Largest routing-data file read whole (JSON/CSV count matrices, SGLang, OLMoE and Fiddler
+#: count files): the real ones are kB to a few MB (a 256-expert x 61-layer matrix of counts is
+#: ~200 kB); 256 MiB bounds the memory a wrong file can take. JSONL router logs are streamed
+#: line by line, each line at most MAX_LINE_BYTES.
+MAX_DATA_FILE_BYTES = 256 << 20
+
+#: Longest line of a line-oriented input (a JSONL router log): a routed token row is ~100 B;
+#: 1 MiB refuses a binary file or /dev/zero at its first "line".
+MAX_LINE_BYTES = 1 << 20
 
 #: Longest integer literal accepted in a configuration file: every size sieve models fits in 64
 #: bits (20 digits); Python refuses to convert more than 4300 digits with an error that names
@@ -78,6 +88,12 @@ LIMITS: dict[str, Limit] = {
         "MAX_TEXT_FILE_BYTES", MAX_TEXT_FILE_BYTES, "32 MiB",
         "real ones are a few kB; refuses `--model /dev/zero` or a log given by mistake before "
         "reading it whole"),
+    "routing-data file read whole (count matrices, SGLang/OLMoE/Fiddler JSON)": Limit(
+        "MAX_DATA_FILE_BYTES", MAX_DATA_FILE_BYTES, "256 MiB",
+        "real ones are kB to a few MB; bounds what a wrong file can take"),
+    "line of a JSONL router log": Limit(
+        "MAX_LINE_BYTES", MAX_LINE_BYTES, "1 MiB",
+        "a token row is ~100 B; refuses a binary file or /dev/zero at its first line"),
     "integer literal in a configuration file": Limit(
         "MAX_INT_DIGITS", MAX_INT_DIGITS, "30 digits",
         "every modelled size fits in 64 bits; Python's own limit (4300 digits) gives an error "

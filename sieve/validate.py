@@ -109,7 +109,11 @@ def check_number(what: str, name: str, v: Any, *, lo: float | None = 0.0,
     """
     if _is_bool(v) or not isinstance(v, numbers.Real):
         raise ConfigError(f"{what}: {name} must be a number, got {v!r}")
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an integer beyond the float range
+        raise ConfigError(f"{what}: {name} must be a finite number, got an integer of "
+                          f"{int(v).bit_length()} bits") from None
     rng = _range_text(None if lo is None else f"{lo:g}", None if hi is None else f"{hi:g}")
     cond = " and ".join(c for c in ("finite" if finite else "", rng) if c)
     if (math.isnan(x) or (finite and math.isinf(x)) or (lo is not None and x < lo)
@@ -279,6 +283,17 @@ def _json_constant(s: str):
     raise _Refused(f"{s} is not a number sieve accepts (finite numbers only)")
 
 
+def strict_json(text: str) -> Any:
+    """``json.loads`` with sieve's rules: integer literals of at most
+    :data:`sieve.limits.MAX_INT_DIGITS` digits, finite numbers only. Raises ValueError
+    (``json.JSONDecodeError`` or a refusal with its reason) or RecursionError; callers name
+    the file and line (:func:`parse_document` for whole configuration files)."""
+    import json
+
+    return json.loads(text, parse_int=_json_int, parse_float=_json_float,
+                      parse_constant=_json_constant)
+
+
 def _check_tree(obj: Any, where: str) -> None:
     """TOML gives ints of any size and inf/nan: refuse both, naming the key."""
     from sieve.limits import MAX_INT_DIGITS
@@ -312,10 +327,7 @@ def parse_document(text: str, path: str | Path, what: str, kind: str | None = No
             data = tomllib.loads(text)
             _check_tree(data, "")
             return data
-        import json
-
-        return json.loads(text, parse_int=_json_int, parse_float=_json_float,
-                          parse_constant=_json_constant)
+        return strict_json(text)
     except _Refused as exc:
         raise ConfigError(f"{who}: {exc}") from None
     except RecursionError:

@@ -119,7 +119,7 @@ def test_cli_writes_all_files(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,msg", [
     (["--model", "nope", "--batch", "8"], "model 'nope': unknown"),
-    (["--model", MODEL, "--batch", "0"], "--batch: '0' is not an integer >= 1"),
+    (["--model", MODEL, "--batch", "0"], "--batch: '0' is not an integer in [1, 65536]"),
     (["--model", MODEL, "--batch", "x"], "--batch: 'x' is not an integer"),
     (["--model", MODEL, "--batch", "4", "--spec", "hbm3-6400"], "has no PIM units"),
     (["--model", MODEL, "--batch", "4", "--gpu", "tpu"], "unknown"),

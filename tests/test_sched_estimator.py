@@ -185,7 +185,7 @@ def test_cli_schedule_prints_one_row_per_gpu(capsys):
 
 @pytest.mark.parametrize("argv, msg", [
     (["--method", "fast"], "scheduler 'fast': unknown"),
-    (["--batch", "0"], "argument --batch: '0' is not an integer >= 1"),
+    (["--batch", "0"], "argument --batch: '0' is not an integer in [1, 65536]"),
     (["--layer", "999"], "not a MoE layer"),
     (["--system", "3xb200"], "system '3xb200': unknown"),
     (["--model", "nope"], "model 'nope'"),

@@ -508,7 +508,9 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
     in_memory = isinstance(trace, RequestTrace)
     if in_memory and len(trace) == 0:
         raise ConfigError("request trace: empty")
-    chunk_requests = check_int("request simulation", "chunk_requests", chunk_requests, lo=1)
+    # (bounded: a file trace's reader allocates a chunk's arrays up front)
+    chunk_requests = check_int("request simulation", "chunk_requests", chunk_requests, lo=1,
+                               hi=1 << 24)
     if log_sink is not None:
         if not callable(log_sink):
             raise ConfigError(f"request simulation: log_sink must be callable, got "

@@ -44,6 +44,8 @@ from typing import Any
 
 from sieve.errors import ConfigError
 from sieve.experiments.config import code_digest
+from sieve.limits import MAX_DATA_FILE_BYTES
+from sieve.validate import strict_json
 
 __all__ = ["CACHE_FORMAT", "StepInputs", "WorkerCache", "export_entries", "import_entries",
            "read_cache", "write_cache"]
@@ -134,10 +136,13 @@ def read_cache(path: str | os.PathLike, *, flag: str = "--cache") -> tuple[list,
     if p.is_dir():
         raise ConfigError(f"{flag} {str(p)!r}: is a folder, expected a cache file")
     try:
-        data = json.loads(p.read_bytes())
+        with open(p, "rb") as fh:  # never past the bound (a device or a wrong file)
+            raw = fh.read(MAX_DATA_FILE_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{flag} {str(p)!r}: cannot read ({exc.strerror or exc})") from None
-    except (ValueError, RecursionError):
+    try:
+        data = None if len(raw) > MAX_DATA_FILE_BYTES else strict_json(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not JSON (UnicodeDecodeError is a ValueError)
         data = None
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         raise ConfigError(f"{flag} {str(p)!r}: not a sieve cache file (give a new file name, "

@@ -43,6 +43,7 @@ from sieve.system.step import (
     _sampled_layers,
     simulate_step,
 )
+from sieve.validate import check_name
 from sieve.workload.batch import colocated_batch, decode_batch, step_trace
 from sieve.workload.router import RouterShape, SyntheticRouter, resolve_router
 
@@ -114,6 +115,8 @@ class RunConfig:
     router: str | None = None
 
     def __post_init__(self):
+        for n in ("model", "system", "method", "workload"):  # names (resolved when run)
+            check_name("run", n, getattr(self, n))
         for n, lo, hi in (("batch", 1, MAX_BATCH), ("steps", 1, MAX_STEPS),
                           ("warmup", 0, MAX_STEPS), ("seed", 0, None)):
             v = getattr(self, n)

@@ -86,6 +86,7 @@ from sieve.system.ops import (
     tp_shard,
     weight_bytes,
 )
+from sieve.validate import check_number
 from sieve.workload.trace import DECODE, PREFILL
 
 __all__ = ["DEFAULT_SCHEDULER_NS", "OVERLAP_MODES", "StepBatch", "StepOptions", "StepResult",
@@ -161,7 +162,7 @@ class StepOptions:
             object.__setattr__(self, "microbatches", 2)
         if self.parallel not in ("ep", "tp"):
             raise ConfigError(f"step: parallel {self.parallel!r} unknown (known: ep, tp)")
-        if self.microbatches not in (1, 2):
+        if isinstance(self.microbatches, bool) or self.microbatches not in (1, 2):
             raise ConfigError(f"step: microbatches must be 1 or 2, got {self.microbatches!r}")
         if self.estimator not in ESTIMATORS:
             raise ConfigError(f"step: estimator {self.estimator!r} unknown (known: "
@@ -173,9 +174,8 @@ class StepOptions:
                 self.layers, int) or not 1 <= self.layers <= MAX_LAYERS):
             raise ConfigError(f"step: layers must be None (all) or an integer in "
                               f"1..{MAX_LAYERS} (sieve.limits.MAX_LAYERS), got {self.layers!r}")
-        if self.scheduler_ns is not None and not 0 <= self.scheduler_ns < float("inf"):
-            raise ConfigError(f"step: scheduler_ns must be a finite number >= 0, got "
-                              f"{self.scheduler_ns!r}")
+        if self.scheduler_ns is not None:
+            check_number("step", "scheduler_ns", self.scheduler_ns, lo=0.0)
         # checked here, before any run starts (a bad value used to fail inside a worker)
         if self.pim_order not in PIM_ORDERS:
             raise ConfigError(f"step: pim_order {self.pim_order!r} unknown (known: "

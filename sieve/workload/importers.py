@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from sieve.errors import ConfigError, TraceFormatError
-from sieve.validate import check_int, parse_int
+from sieve.limits import MAX_DATA_FILE_BYTES, MAX_LINE_BYTES
+from sieve.validate import check_int, parse_int, strict_json
 from sieve.workload.trace import (
     _NPZ_ERRORS,
     DECODE,
@@ -76,19 +77,24 @@ def _parse_log(path: Path, top_k: int | None) -> tuple[dict[int, list[list[dict]
         lineno = 0
         while True:
             try:
-                text = fh.readline()
+                text = fh.readline(MAX_LINE_BYTES + 1)  # never an unbounded "line"
             except UnicodeDecodeError as exc:
                 raise _fail(path, lineno + 1, None, f"not UTF-8 text (byte {exc.start} of the "
                             f"line)") from None
             if not text:
                 break
             lineno += 1
+            if len(text) > MAX_LINE_BYTES:
+                raise _fail(path, lineno, None, f"longer than {MAX_LINE_BYTES} characters "
+                            "(sieve.limits.MAX_LINE_BYTES): not a JSONL router log")
             if not text.strip():
                 continue
             try:
-                rec = json.loads(text)
+                rec = strict_json(text)
             except json.JSONDecodeError as exc:
                 raise _fail(path, lineno, None, f"invalid JSON ({exc.msg})") from None
+            except ValueError as exc:  # an over-long integer, NaN or Infinity
+                raise _fail(path, lineno, None, f"invalid JSON ({exc})") from None
             except RecursionError:
                 raise _fail(path, lineno, None, "nested too deeply") from None
             if not isinstance(rec, dict):
@@ -312,26 +318,39 @@ def _check_matrix(path: Path, rows: Any, field: str) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64)
 
 
-def _load_json(path: Path) -> Any:
+def _read_capped(path: Path) -> bytes:
+    """The whole file, read once and never past :data:`sieve.limits.MAX_DATA_FILE_BYTES`."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_DATA_FILE_BYTES + 1)
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
+    if len(data) > MAX_DATA_FILE_BYTES:
+        raise _fail(path, None, None, f"larger than {MAX_DATA_FILE_BYTES >> 20} MiB "
+                    "(sieve.limits.MAX_DATA_FILE_BYTES): not a count file")
+    return data
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return strict_json(_read_capped(path).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise _fail(path, None, None, f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise _fail(path, exc.lineno, None, f"invalid JSON ({exc.msg})") from None
+    except ValueError as exc:  # an over-long integer, NaN or Infinity
+        raise _fail(path, None, None, f"invalid JSON ({exc})") from None
     except RecursionError:
         raise _fail(path, None, None, "JSON nested too deeply") from None
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, list[int] | None]:
+    import io
+
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot open ({exc.strerror})") from None
+        text = _read_capped(path).decode("utf-8")
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""))
+                if r and any(c.strip() for c in r)]
     except UnicodeDecodeError as exc:
         raise _fail(path, None, None, f"not UTF-8 text (byte {exc.start})") from None
     except csv.Error as exc:

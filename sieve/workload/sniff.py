@@ -57,7 +57,7 @@ def sniff(path: str | Path) -> str:
         first = text.split("\n", 1)[0]
         try:
             rec = json.loads(first)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or an over-long integer literal
             rec = None
         if isinstance(rec, dict) and rec.get("type") in ("route", "meta"):
             return "vllm-log"

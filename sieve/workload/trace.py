@@ -27,7 +27,13 @@ import numpy as np
 from sieve import limits
 from sieve.errors import ConfigError, TraceFormatError
 from sieve.outputs import atomic_write
-from sieve.validate import check_int, check_mapping, check_regular_file, check_sequence
+from sieve.validate import (
+    check_int,
+    check_mapping,
+    check_regular_file,
+    check_sequence,
+    strict_json,
+)
 
 __all__ = [
     "COUNTS_FORMAT_NAME",
@@ -212,6 +218,8 @@ class RoutingTrace:
     # -- access --------------------------------------------------------------------------------
     def steps(self, start: int, stop: int) -> RoutingTrace:
         """Steps ``[start, stop)`` as a new in-memory trace (copies; works on memory maps)."""
+        start = check_int("RoutingTrace", "start", start)
+        stop = check_int("RoutingTrace", "stop", stop)
         if not 0 <= start <= stop <= self.n_steps:
             raise ConfigError(
                 f"RoutingTrace: step range [{start}, {stop}) outside 0..{self.n_steps}"
@@ -229,6 +237,7 @@ class RoutingTrace:
 
     def step_slice(self, step: int) -> slice:
         """Token rows of ``step``."""
+        step = check_int("RoutingTrace", "step", step)
         if not 0 <= step < self.n_steps:
             raise ConfigError(f"RoutingTrace: step {step} outside 0..{self.n_steps - 1}")
         return slice(int(self.step_offsets[step]), int(self.step_offsets[step + 1]))
@@ -320,8 +329,8 @@ def _read_header(path: Path, npz: Any) -> dict[str, Any]:
         raise TraceFormatError(f"{path}: field 'header' must be uint8 bytes, got {raw.dtype} "
                                f"{raw.shape}")
     try:
-        header = json.loads(raw.tobytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        header = strict_json(raw.tobytes().decode())
+    except (ValueError, RecursionError) as exc:  # also over-long integers, NaN
         raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
     if not isinstance(header, dict):
         raise TraceFormatError(f"{path}: field 'header' must be a JSON object")
@@ -536,8 +545,8 @@ def load_counts(path: str | Path) -> CountTrace:
             raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)"))
         raw = _member(path, npz, "header")
         try:
-            header = json.loads(raw.tobytes().decode())
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            header = strict_json(raw.tobytes().decode())
+        except (ValueError, RecursionError) as exc:  # also over-long integers, NaN
             raise TraceFormatError(f"{path}: field 'header': invalid JSON ({exc})") from None
         if not isinstance(header, dict) or header.get("format") != COUNTS_FORMAT_NAME:
             raise TraceFormatError(describe_kind(path, "a sieve count trace (.npz)"))
