@@ -256,6 +256,23 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assignments(items: list[str] | None, flag: str, form: str = "NAME=VALUE"
+                 ) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeated option, in order, as {name: value text}: the one
+    parser of ``--set`` (specs, sweeps) and ``--grid``. A missing ``=`` or name, or a name
+    given twice, is refused naming ``flag``."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{flag} {item!r}: expected {form}")
+        if key in out:
+            raise ConfigError(f"{flag} {key}: given twice")
+        out[key] = val
+    return out
+
+
 def _parse_overrides(items: list[str] | None) -> dict:
     """``--set nRCDRD=30 --set channels=4`` -> {"nRCDRD": 30, "channels": 4}.
 
@@ -264,11 +281,8 @@ def _parse_overrides(items: list[str] | None) -> dict:
     spec itself checks each value's type and range.
     """
     out: dict = {}
-    for item in items or []:
-        key, sep, val = item.partition("=")
-        key, val = key.strip(), val.strip()
-        if not sep or not key:
-            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
+    for key, val in _assignments(items, "--set").items():
+        val = val.strip()
         v: object = val
         low = val.lower()
         if parse_int(val, hex_ok=True) is not None:
@@ -279,8 +293,6 @@ def _parse_overrides(items: list[str] | None) -> dict:
             v = low == "true"
         elif low in ("none", "null"):
             v = None
-        if key in out:
-            raise ConfigError(f"--set {key}: given twice")
         out[key] = v
     return out
 
@@ -537,9 +549,10 @@ def _execute(exp, args: argparse.Namespace, *, command: str, source: str, lenien
 def _execute_locked(exp, args: argparse.Namespace, *, command: str, source: str,
                     lenient: bool):
     from sieve.experiments.cache import read_cache, write_cache
+    from sieve.experiments.evaluation import evaluate
     from sieve.experiments.store import RunStore
     from sieve.outputs import check_out_dir, check_out_file
-    from sieve.report.evaluation import evaluate, write_evaluation
+    from sieve.report.evaluation import write_evaluation
 
     check_out_dir(args.out)  # before any work
     points = exp.check(source)
@@ -709,24 +722,15 @@ def _field_value(name: str, text: str, flag: str):
 
 
 def _sweep_changes(args: argparse.Namespace):
-    base, grid = {}, {}
-    for item in args.set or []:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE")
-        if k.strip() in base:
-            raise ConfigError(f"--set {k.strip()}: given twice")
-        base[k.strip()] = _field_value(k.strip(), v, "--set")
-    for item in args.grid or []:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise ConfigError(f"--grid {item!r}: expected FIELD=V1,V2,...")
-        if k.strip() in grid:
-            raise ConfigError(f"--grid {k.strip()}: given twice")
+    base = {k: _field_value(k, v, "--set")
+            for k, v in _assignments(args.set, "--set", "FIELD=VALUE").items()}
+    grid = {}
+    for k, v in _assignments(args.grid, "--grid", "FIELD=V1,V2,...").items():
         vals = [x.strip() for x in v.split(",")]
         if not v.strip() or any(not x for x in vals):
-            raise ConfigError(f"--grid {item!r}: malformed list (comma-separated values)")
-        grid[k.strip()] = [_field_value(k.strip(), x, "--grid") for x in vals]
+            raise ConfigError(f"--grid {k + '=' + v!r}: malformed list (comma-separated "
+                              "values)")
+        grid[k] = [_field_value(k, x, "--grid") for x in vals]
     return base, grid
 
 
@@ -811,9 +815,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
+    from sieve.experiments.evaluation import evaluation_of
     from sieve.experiments.profiling import profile_points, speedscope_json
     from sieve.outputs import check_out_dir, write_run
-    from sieve.report.evaluation import evaluation_of, tables, write_evaluation
+    from sieve.report.evaluation import tables, write_evaluation
 
     check_out_dir(args.out)  # before any work
     target = args.target
@@ -856,8 +861,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
+    from sieve.experiments.evaluation import evaluate
+    from sieve.experiments.points import Point
     from sieve.outputs import check_out_dir
-    from sieve.report.evaluation import Point, evaluate, write_evaluation
+    from sieve.report.evaluation import write_evaluation
     from sieve.system import setups
     from sieve.system.run import RunConfig
 

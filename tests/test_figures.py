@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from sieve.experiments.evaluation import evaluate
+from sieve.experiments.points import Point
 from sieve.report import figures
-from sieve.report.evaluation import Point, evaluate, render, tables
+from sieve.report.evaluation import render, tables
 from sieve.system.run import RunConfig
 
 OKABE_ITO = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",

@@ -77,3 +77,22 @@ def test_specs_and_checker_do_not_load_the_compiled_engine(module):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_report_reads_tables_and_runs_nothing():
+    """sieve.report draws and writes what experiments collected: it may name the tables'
+    types (sieve.experiments.evaluation, points, store) but never the executor or a worker."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "sieve" / "report"
+    banned = ("sieve.experiments.executor", "sieve.experiments.worker",
+              "sieve.system.run.simulate_run")
+    for f in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n in banned for n in names), (f.name, names)

@@ -9,8 +9,10 @@ import pytest
 
 from sieve.cli import main
 from sieve.errors import ConfigError
+from sieve.experiments.evaluation import evaluate
+from sieve.experiments.points import Point
 from sieve.report import figures
-from sieve.report.evaluation import Point, evaluate, render, tables
+from sieve.report.evaluation import render, tables
 from sieve.report.tables import read_csv, to_csv
 from sieve.system.run import RUN_COLUMNS, RunConfig, simulate_run
 

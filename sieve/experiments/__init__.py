@@ -11,6 +11,8 @@ Layer: above :mod:`sieve.system` (it runs :func:`sieve.system.run.simulate_run`)
 * :mod:`~sieve.experiments.store`: the resumable folder of finished runs (one file per run);
 * :mod:`~sieve.experiments.executor`: running points in worker processes or on Dask, with
   progress on stderr;
+* :mod:`~sieve.experiments.evaluation`: :func:`evaluate`, points through the executor into
+  the tables (rows) :mod:`sieve.report` reads;
 * :mod:`~sieve.experiments.cache`: shared work saved to disk between sweeps;
 * :mod:`~sieve.experiments.profiling`: per-stage timers and the ``sieve profile`` harness.
 

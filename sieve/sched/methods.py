@@ -38,13 +38,19 @@ __all__ = ["METHODS_MAIN", "SCHEDULERS", "Method", "get_method", "schedule"]
 @dataclass(frozen=True)
 class Method:
     """A named scheduler: its function, fixed options and the PIM estimate source it needs
-    (``None``: whatever the estimator it is handed uses)."""
+    (``None``: whatever the estimator it is handed uses).
+
+    ``static``: the partition is fixed, not decided per step (no decision time is charged);
+    ``uses_pim``: the method runs anything on PIM (False: the GPU-only reference, which also
+    leaves attention on the GPU)."""
 
     name: str
     fn: Callable[..., Partition]
     options: Mapping[str, Any] = field(default_factory=dict)
     pim_source: str | None = None
     doc: str = ""
+    static: bool = False
+    uses_pim: bool = True
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         part = self.fn(load, est, **self.options)
@@ -57,11 +63,12 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
     Method("sieve-cp", sieve_cp, doc="the seed's greedy judged by the layer's critical path "
            "(end of the expert phase on its dependency graph) instead of one max"),
-    Method("noexp", noexp, doc="attention on PIM, every expert on the GPU"),
-    Method("allexp", allexp, doc="every expert on PIM"),
+    Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
+    Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),
     Method("duplex", duplex, doc="Duplex co-processing: fewest-token experts to PIM"),
-    Method("gpu-only", gpu_only, doc="no PIM: attention and experts on the GPU"),
+    Method("gpu-only", gpu_only, doc="no PIM: attention and experts on the GPU", static=True,
+           uses_pim=False),
     Method("sieve-noattn", sieve, {"attention_aware": False},
            doc="Sieve deciding as if PIM held no attention"),
     Method("sieve-nocomm", sieve, {"comm_aware": False},

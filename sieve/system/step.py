@@ -97,10 +97,10 @@ __all__ = ["DEFAULT_SCHEDULER_NS", "OVERLAP_MODES", "StepBatch", "StepOptions", 
 #: B200 GPU for a DeepSeek-R1 layer (§5 "Overhead of the Sieve Scheduler"), i.e. for its 256
 #: experts; its work is "a single sort and a linear scan", so we scale it linearly with the
 #: activated experts a decision examines (⚠ our reading: one point, no other source). Every
-#: dynamic method is charged the same; static ones (noexp, allexp, gpu-only) nothing.
+#: dynamic method is charged the same; static ones (`Method.static`: noexp, allexp, gpu-only)
+#: nothing.
 DEFAULT_SCHEDULER_NS = 20_000.0
 DEFAULT_SCHEDULER_EXPERTS = 256
-_STATIC = ("noexp", "allexp", "gpu-only")
 #: Bytes per routing-map entry in the AllGather: an int32 expert id and an fp32 gate weight
 #: per (token, expert) (⚠ our assumption; the seed does not give the format).
 ROUTE_ENTRY_BYTES = 8
@@ -188,7 +188,7 @@ class StepOptions:
         """Decision time for a layer with ``n_active`` activated local experts (ns):
         ``scheduler_ns`` if set, else the seed's 20 us scaled by ``n_active / 256``; 0 for the
         static methods."""
-        if self.method in _STATIC:
+        if get_method(self.method).static:
             return 0.0
         if self.scheduler_ns is not None:
             return float(self.scheduler_ns)
@@ -366,7 +366,7 @@ class _Builder:
         self.t0 = state.now_ns
         self.parts: list[dict] = []
         self.channels: list[dict] = []
-        self.pim_mode = self.sys.has_pim and self.o.method != "gpu-only"
+        self.pim_mode = self.sys.has_pim and self.meth.uses_pim
         # two-batch overlap: weights a GPU op of one micro-batch loaded, by (GPU, layer, op):
         # (micro-batch, expert ids or None for a dense op, weight bytes)
         self.tbo = self.o.overlap == "tbo"
