@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sieve.errors import ConfigError
 from sieve.hw.estimates import RooflineCostModel
+from sieve.hw.layer_ops import expert_shape
 from sieve.hw.system import get_system
 from sieve.model import get_model
 from sieve.sched import methods as registry
@@ -19,7 +20,6 @@ from sieve.sched.cp import cp_estimate, sieve_cp, sieve_cp_reference, timing_of
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import Method, get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
-from sieve.system.ops import expert_shape
 
 MODEL = get_model("gpt-oss-120b")
 SYSTEM = get_system("4xb200")

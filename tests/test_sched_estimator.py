@@ -121,13 +121,21 @@ def test_copy_matrix_counts_every_route_once(trace):
 
 
 def test_layer_gpu_ops_cover_mixer_router_and_shared_experts():
-    ops = layer_gpu_ops(get_model("qwen3.5-397b-a17b"), 3, 16)
+    m35 = get_model("qwen3.5-397b-a17b")
+    assert m35.layer_types[3] == "full"
+    ops = layer_gpu_ops(m35, 3, 16)
     kinds = [type(o).__name__ for o in ops]
-    assert kinds == ["Gemm", "Gemm", "GroupedExperts"]
+    # norm, RoPE + KV write, norm; q/k/v(+gate) and o projections; router; shared experts
+    assert kinds == ["MemoryStream"] * 3 + ["Gemm"] * 3 + ["GroupedExperts"]
     assert layer_gpu_ops(MODEL, 0, 0) == ()
+    assert layer_gpu_ops(m35, 0, 16) == ()  # a Gated-DeltaNet layer: none, as in the step
+    from sieve.hw.layer_ops import fixed_gpu_ops
+
+    assert repr(ops) == repr(fixed_gpu_ops(m35, 3, 16))  # the step simulator's description
+    ops = ops[3:]  # the GEMMs and experts
     r = hw.RooflineCostModel("1xb200")
-    nbytes, _ = r.gpu_terms(ops[0])
-    mixer = get_model("qwen3.5-397b-a17b").mixer_params(3)
+    nbytes = sum(r.gpu_terms(o)[0] for o in ops[:2])
+    mixer = m35.mixer_params(3)
     assert nbytes >= mixer * 2 * 0.99  # the projections' bf16 weights are read
 
 

@@ -9,10 +9,10 @@ from sieve import hw
 from sieve.dram.device import PimDevice
 from sieve.errors import ConfigError
 from sieve.hw.cost import GroupedExperts, MemoryStream
+from sieve.hw.layer_ops import expert_shape, mixer_gemms, router_op, weight_bytes
 from sieve.model.moe import MoeModel, get_model
 from sieve.model.parts import GqaAttention
 from sieve.pim.attention import run_attention
-from sieve.system.ops import expert_shape, mixer_gemms, router_op, weight_bytes
 from sieve.system.run import RunConfig, simulate_run
 from sieve.system.step import (
     ROUTE_ENTRY_BYTES,
@@ -44,7 +44,7 @@ def test_gpu_only_step_is_the_sum_of_its_kernels():
     res = simulate_step(state, _batch(TINY, [[0], [1], [1]], [100, 200, 300]))
     e = state.precise
     pre, post = mixer_gemms(TINY, 0, 3)
-    from sieve.system.ops import gpu_decode_attention, lm_head_op, sampler_op
+    from sieve.hw.layer_ops import gpu_decode_attention, lm_head_op, sampler_op
 
     # the decoder layer's small kernels, by hand: RMSNorm reads x and the residual, writes x
     # (BF16) and reads its weights; RoPE reads/writes q and k, writes k and v to the cache

@@ -9,8 +9,8 @@ the :class:`~sieve.sched.partition.LayerLoad` the GPU's scheduler sees and run a
   routing-map AllGather, seed §6.1);
 * ``pim_busy_ns``: the estimated decode attention of the GPU's own requests on its PIM;
 * ``comm_ns``: the estimated EP dispatch + combine of the layer (exact copy matrix);
-* ``gpu_fixed``: the layer's other GPU work (:func:`layer_gpu_ops`: mixer projections, router,
-  shared experts).
+* ``gpu_fixed``: the layer's other GPU work (:func:`layer_gpu_ops`: its small kernels, mixer
+  projections, router and shared experts, as the step simulator prices them).
 
 Estimates come from the cost model handed in (default: the seed's roofline). With
 ``observe=`` a second cost model plays the hardware: after each layer, every GPU's EMA table is
@@ -32,13 +32,12 @@ from sieve.hw.cost import (
     CostModel,
     EpExchange,
     ExpertShape,
-    Gemm,
     GpuOp,
-    GroupedExperts,
     PimAttention,
     PimExperts,
 )
 from sieve.hw.estimates import RooflineCostModel
+from sieve.hw.layer_ops import expert_shape, fixed_gpu_ops
 from sieve.hw.system import SystemConfig, get_system
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
@@ -57,29 +56,12 @@ __all__ = [
 ]
 
 
-def expert_shape(model, shared: bool = False) -> ExpertShape:
-    """The routed (or shared) expert shape of a :class:`sieve.model.MoeModel`."""
-    g = model.shared_expert_gemv() if shared else model.expert_gemv()
-    if g is None:
-        raise ConfigError(f"model {model.name!r}: has no shared experts")
-    return ExpertShape(g.hidden_size, g.intermediate_size, gated=True)
-
-
 def layer_gpu_ops(model, layer: int, n_tokens: int) -> tuple[GpuOp, ...]:
     """The GPU work of one MoE layer other than routed experts and decode attention, for
-    ``n_tokens`` tokens on one GPU: the mixer's projections as one GEMM with the same weights
-    and FLOPs (``mixer_params x tokens``), the router, and the shared experts (every token
-    visits each, seed §3.3)."""
-    if n_tokens <= 0:
-        return ()
-    h = model.hidden_size
-    mixer = model.mixer_params(layer)
-    ops: list[GpuOp] = [Gemm(n_tokens, max(mixer // h, 1), h),
-                        Gemm(n_tokens, model.n_experts, h)]
-    if model.n_shared_experts:
-        ops.append(GroupedExperts([n_tokens] * model.n_shared_experts,
-                                  expert_shape(model, shared=True)))
-    return tuple(ops)
+    ``n_tokens`` tokens on one GPU: :func:`sieve.hw.layer_ops.fixed_gpu_ops`, the same
+    operations the step simulator shows its schedulers (BF16 KV cache, the released expert
+    format)."""
+    return fixed_gpu_ops(model, layer, n_tokens)
 
 
 def token_gpus(trace: RoutingTrace, step: int, n_gpus: int) -> np.ndarray:

@@ -34,7 +34,7 @@ some layers only) are simulated, back to back, and the time up to the last of th
 Results record which.
 
 Tensor parallelism (``parallel="tp"``): every GPU runs all tokens with ``1/n`` of the heads and of
-every expert (:func:`sieve.system.ops.tp_shard`) and all-reduces after attention and after the
+every expert (:func:`sieve.hw.layer_ops.tp_shard`) and all-reduces after attention and after the
 MoE; the GPUs are identical, so one is simulated and its link lane holds the all-reduces.
 
 Times are nanoseconds; this module returns numbers (:class:`StepResult`), it draws nothing.
@@ -61,19 +61,9 @@ from sieve.hw.cost import (
     PimAttention,
 )
 from sieve.hw.estimates import RooflineCostModel
-from sieve.hw.presets import DTYPES
-from sieve.hw.system import SystemConfig
-from sieve.limits import MAX_LAYERS
-from sieve.pim.attention import run_attention
-from sieve.pim.cost import EngineCostModel
-from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
-from sieve.sched.estimator import Estimator
-from sieve.sched.methods import get_method
-from sieve.sched.partition import LayerLoad, LayerTiming, Partition
-from sieve.stages import count, enabled, stage
-from sieve.system.dag import Schedule, Task
-from sieve.system.ops import (
+from sieve.hw.layer_ops import (
     expert_shape,
+    fixed_gpu_ops,
     gdn_op,
     gpu_decode_attention,
     layer_kernels,
@@ -86,6 +76,17 @@ from sieve.system.ops import (
     tp_shard,
     weight_bytes,
 )
+from sieve.hw.presets import DTYPES
+from sieve.hw.system import SystemConfig
+from sieve.limits import MAX_LAYERS
+from sieve.pim.attention import run_attention
+from sieve.pim.cost import EngineCostModel
+from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
+from sieve.sched.estimator import Estimator
+from sieve.sched.methods import get_method
+from sieve.sched.partition import LayerLoad, LayerTiming, Partition
+from sieve.stages import count, enabled, stage
+from sieve.system.dag import Schedule, Task
 from sieve.validate import check_number
 from sieve.workload.trace import DECODE, PREFILL
 
@@ -638,16 +639,9 @@ class _Builder:
                 comm = est.cost.comm_ns([EpExchange("dispatch", copies,
                                                     self.full.hidden_size),
                                          EpExchange("combine", copies, self.full.hidden_size)])
-            fixed = []
-            if n_tok and lt != "gdn":
-                pre_ops, post_ops = mixer_gemms(model, layer, n_tok)
-                small = [k for k in layer_kernels(model, layer, n_tok, self.o.kv_dtype) if k]
-                fixed = [*small, *pre_ops, *post_ops, router_op(model, n_tok)]
-                sh = shared_op(model, n_tok, self.expert_dtype)
-                if sh is not None:
-                    fixed.append(sh)
+            fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
-                             gpu_fixed=tuple(fixed),
+                             gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est))
             part = self.meth(load, est)
             if not self.pim_mode:  # no PIM units, or the GPU-only method

@@ -1,4 +1,7 @@
-"""The GPU, link and PIM operations of one decoder layer, from a model's shapes.
+"""The GPU, link and PIM operations of one decoder layer, from a model's shapes: the one
+description of a layer's work, below both the schedulers (:mod:`sieve.sched.trace` prices a
+trace's layers with it) and the step simulator (:mod:`sieve.system.step` builds its tasks from
+it), so the load a scheduler is shown is the work the step runs.
 
 A layer of a MoE model, for ``t`` tokens on one GPU (seed §6.1, Figure 8):
 
@@ -32,6 +35,7 @@ import numpy as np
 from sieve.errors import ConfigError
 from sieve.hw.cost import (
     DecodeAttention,
+    ExpertShape,
     Gemm,
     GpuOp,
     GroupedExperts,
@@ -39,10 +43,10 @@ from sieve.hw.cost import (
     PrefillAttention,
 )
 from sieve.model.parts import GqaAttention, MlaAttention
-from sieve.sched.trace import expert_shape  # one definition (re-exported here)
 
 __all__ = [
     "expert_shape",
+    "fixed_gpu_ops",
     "gdn_op",
     "gpu_decode_attention",
     "layer_kernels",
@@ -54,6 +58,14 @@ __all__ = [
     "tp_shard",
     "weight_bytes",
 ]
+
+
+def expert_shape(model, shared: bool = False) -> ExpertShape:
+    """The routed (or shared) expert shape of a :class:`sieve.model.MoeModel`."""
+    g = model.shared_expert_gemv() if shared else model.expert_gemv()
+    if g is None:
+        raise ConfigError(f"model {model.name!r}: has no shared experts")
+    return ExpertShape(g.hidden_size, g.intermediate_size, gated=True)
 
 
 def tp_shard(model, n: int):
@@ -224,3 +236,22 @@ def weight_bytes(op: GpuOp, system_dtype) -> float:
     if isinstance(op, MemoryStream):
         return float(op.n_bytes)
     return 0.0
+
+
+def fixed_gpu_ops(model, layer: int, tokens: int, kv_dtype: str = "bf16",
+                  expert_dtype: str | None = None) -> tuple[GpuOp, ...]:
+    """A MoE layer's GPU work other than its routed experts and decode attention, for
+    ``tokens`` tokens on one GPU: what a scheduler is shown as ``LayerLoad.gpu_fixed``, in the
+    step simulator and in :func:`sieve.sched.trace.layer_loads` alike. The layer's small
+    kernels (:func:`layer_kernels`), its mixer projections (:func:`mixer_gemms`), the router
+    and the shared experts; none for Gated-DeltaNet layers (their projections and state
+    update run in the step as their own tasks, outside the expert phase's decision)."""
+    if tokens <= 0 or model.layer_types[layer] == "gdn":
+        return ()
+    pre, post = mixer_gemms(model, layer, tokens)
+    ops: list[GpuOp] = [k for k in layer_kernels(model, layer, tokens, kv_dtype) if k]
+    ops += [*pre, *post, router_op(model, tokens)]
+    sh = shared_op(model, tokens, expert_dtype)
+    if sh is not None:
+        ops.append(sh)
+    return tuple(ops)
