@@ -460,13 +460,14 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
-    from sieve.hw.system import DEFAULT_SYSTEM, get_system
+    from sieve.hw.system import get_system
     from sieve.model.moe import get_model
     from sieve.sched.methods import get_method
     from sieve.sched.trace import schedule_synthetic
+    from sieve.system.setups import default_system
 
     model = get_model(args.model)
-    system = get_system(args.system or DEFAULT_SYSTEM)
+    system = get_system(args.system or default_system(args.model))
     method = get_method(args.method)
     warmup = args.warmup
     observe = None
@@ -603,12 +604,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # the default setup: the main job's, or Figure 11's for colocated batches
         setup = setups.FIG11 if args.colocated else setups.MAIN
         model = args.model or setup.model
-        system = args.system or (setup.system if args.model is None else
-                                 setups.FIG9[model].system if model in setups.FIG9 else None)
-        if system is None:
-            from sieve.hw.system import DEFAULT_SYSTEM
-
-            system = DEFAULT_SYSTEM
+        system = args.system or setups.default_system(args.model, colocated=args.colocated)
         batches = (_int_list(args.batch, "--batch") if args.batch else
                    list(setups.FIG11_BATCHES if args.colocated else setups.MAIN_BATCHES))
         if args.trace is not None:  # a trace's steps hold their own requests: its batch
@@ -870,8 +866,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 
     check_out_dir(args.out)
     model = args.model or setups.MAIN.model
-    system = args.system or (setups.FIG9[model].system if model in setups.FIG9 else
-                             setups.MAIN.system)
+    system = args.system or setups.default_system(args.model)
     kw = _run_kw(args)
     if args.pim is not None:
         from sieve.dram.presets import get_spec
@@ -1236,7 +1231,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
                    "sieve-roofline, optimal")
     p.add_argument("--system", default=None, help="system preset or .json/.toml file "
-                   "(default: sieve.hw.system.DEFAULT_SYSTEM; `sieve hardware` lists them)")
+                   "(default: the seed's for its models, else sieve.hw.system.DEFAULT_SYSTEM: "
+                   "sieve.system.setups.default_system; `sieve hardware` lists them)")
     p.add_argument("--context", type=_int_type(1, MAX_CONTEXT), default=2048,
                    help="cached tokens per request (default 2048)")
     p.add_argument("--seed", type=_int_type(0), default=0, help="router seed (default 0)")

@@ -49,3 +49,17 @@ FIG11_CASES = ("drawn", "stress")
 #: The README's main job: the GPT-OSS setup, every method, three batch sizes.
 MAIN = Setup("gpt-oss-120b", "4xb200")
 MAIN_BATCHES = (4, 16, 64)
+
+
+def default_system(model: str | None, *, colocated: bool = False) -> str:
+    """The system a command runs on when ``--system`` is not given, the one rule of every
+    subcommand (``sieve run``, ``timeline``, ``schedule``): no model named, the main job's
+    (:data:`MAIN`, or :data:`FIG11` for colocated batches); a model of the seed's evaluation,
+    the seed's system for it (:data:`FIG9`); any other model,
+    :data:`sieve.hw.system.DEFAULT_SYSTEM`."""
+    from sieve.hw.system import DEFAULT_SYSTEM
+
+    if model is None:
+        return (FIG11 if colocated else MAIN).system
+    key = str(model).lower()
+    return FIG9[key].system if key in FIG9 else DEFAULT_SYSTEM
