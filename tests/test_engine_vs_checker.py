@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from sieve import dram, pim
 from sieve.dram import Address, DramDevice, checker
 from sieve.dram.commands import COMMANDS
+from sieve.dram.mapping import AddressMapper
 from sieve.dram.memtrace import synthetic_trace
+from sieve.dram.pimmode import reserved_rows
 from sieve.dram.presets import get_spec
 
 ALL = ["hbm3-6400", "hbm2-2000", "hbm3e-8000", "b200-hbm3e-pim", "samsung-hbm2-pim",
@@ -39,10 +41,36 @@ def test_random_request_traces_have_zero_violations(name, pattern, writes, chann
     if spaced:  # bursty arrivals with idle gaps (exercises refresh while idle)
         rng = np.random.default_rng(seed)
         tr = type(tr)(tr.addr, tr.is_write, np.cumsum(rng.integers(0, 40, len(tr))))
+    reserved = reserved_rows(spec)
+    if reserved:  # host traffic must stay out of the mode protocol's rows (refused there)
+        rows = AddressMapper(spec, channels=channels, request_bytes=request_bytes).decode(
+            tr.addr).ro
+        keep = ~np.isin(rows, reserved)
+        tr = type(tr)(tr.addr[keep], tr.is_write[keep],
+                      None if tr.arrive_ck is None else tr.arrive_ck[keep])
     r = dram.simulate_requests(spec, tr, channels=channels, request_bytes=request_bytes,
                                queue_size=queue, page_policy=page, log=True)
     rep = checker.check_log(r.log, spec)
     assert rep.ok, rep.summary()
+
+
+def test_host_traffic_to_the_mode_protocol_rows_is_refused():
+    """On samsung-hbm2-pim an access to the ABMR/SBMR/register rows switches the device's mode
+    (PIMSimulator); the request front end does not model that, so it refuses such requests in
+    one line instead of simulating them as plain memory (the checker would see a GRF write in
+    single-bank mode). Without the protocol the same trace runs."""
+    from sieve.errors import ConfigError
+
+    spec = get_spec("samsung-hbm2-pim")
+    m = AddressMapper(spec, channels=1, request_bytes=32)
+    addr = m.encode(pc=0, bg=1, ba=1, ro=0x3FFF, co=8)
+    tr = type(synthetic_trace("seq", 1))(np.array([0, addr]), np.array([False, True]))
+    with pytest.raises(ConfigError, match=r"request 1 \(address 0x[0-9a-f]+\) maps to row "
+                                          r"0x3fff, which samsung-hbm2-pim's PIM mode"):
+        dram.simulate_requests(spec, tr, channels=1, request_bytes=32)
+    plain = spec.override({"pim.modes": None, "pim.park": False, "pim.crf_bursts": 0})
+    r = dram.simulate_requests(plain, tr, channels=1, request_bytes=32, log=True)
+    assert r.requests == 2 and checker.check_log(r.log, plain).ok
 
 
 def test_a_million_command_trace_has_zero_violations():

@@ -519,6 +519,9 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             raise ConfigError("request simulation: give log=True (log in the result) or "
                               "log_sink (log streamed), not both")
     mapper = AddressMapper(spec, mapping, channels=channels, request_bytes=request_bytes)
+    # rows the spec's PIM mode protocol gives a meaning (HBM-PIM's ABMR/SBMR/register rows):
+    # host traffic there would switch the device's mode, which this front end does not model
+    reserved = np.asarray(reserved_rows(spec), dtype=np.int64)
     dev = DramDevice(spec, channels=mapper.channels, log=log or log_sink is not None)
     eng = dev._engine
     tpc = spec.timing.ticks_per_ck
@@ -551,6 +554,19 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
                                       f"{_dram.MAX_TICK // tpc} CK")
                 arrive = np.ascontiguousarray(arr * tpc, dtype=np.int64)
             dec = mapper.decode(addr)
+            if reserved.size:
+                hit = np.flatnonzero(np.isin(dec.ro, reserved))
+                if hit.size:
+                    i = int(hit[0])
+                    raise ConfigError(
+                        f"request trace {trace.source!r}: request {n_reads + n_writes + i} "
+                        f"(address {int(addr[i]):#x}) maps to row {int(dec.ro[i]):#x}, which "
+                        f"{spec.name}'s PIM mode protocol reserves (rows "
+                        f"{', '.join(f'{r:#x}' for r in reserved.tolist())}: an access there "
+                        "switches the device's mode, which the request front end does not "
+                        "model); keep the trace's addresses out of those rows, or simulate "
+                        "plain memory without the protocol (sieve dram --set pim.modes=none "
+                        "--set pim.park=false --set pim.crf_bursts=0)")
             nw = int(np.count_nonzero(w))
             n_writes += nw
             n_reads += k - nw

@@ -589,7 +589,8 @@ class DramSpec:
             elif key in org_names:
                 org_kw[key] = v
             elif key.startswith("pim.") and key[4:] in pim_names:
-                pim_kw[key[4:]] = v
+                # `--set pim.modes=none` reads the value none as None: the protocol "none"
+                pim_kw[key[4:]] = "none" if key == "pim.modes" and v is None else v
             elif key.startswith("bus_ck."):
                 bus[key[7:]] = v
             elif key in ("name", "description", "refresh", "pim"):
