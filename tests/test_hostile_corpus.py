@@ -322,16 +322,22 @@ def results(tmp_path_factory):
     return _run_all(cases, d / "results.jsonl")
 
 
+def _answered(results: dict, case: dict) -> dict:
+    """The case's result, failing the case if it crashed the interpreter or hung."""
+    r = results[case["id"]]
+    assert "crashed" not in r, f"the interpreter crashed (exit {r.get('crashed')}): " \
+                               f"{r.get('stderr')}"
+    assert "timeout" not in r, f"no answer within {CASE_S} s"
+    return r
+
+
 def test_the_corpus_is_at_least_the_issue_s_537_cases():
     assert len(CLI) - len(BASES) >= 409 and len(LIB) >= 128, (len(CLI), len(LIB))
 
 
 @pytest.mark.parametrize("case", CLI, ids=[c["id"] for c in CLI])
 def test_cli_case(results, case):
-    r = results[case["id"]]
-    assert "crashed" not in r, f"the interpreter crashed (exit {r.get('crashed')}): " \
-                               f"{r.get('stderr')}"
-    assert "timeout" not in r, f"no answer within {CASE_S} s"
+    r = _answered(results, case)
     if case.get("control"):
         assert r["rc"] == 0, r["stderr"]
         return
@@ -349,10 +355,7 @@ def test_cli_case(results, case):
 
 @pytest.mark.parametrize("case", LIB, ids=[c["id"] for c in LIB])
 def test_library_case(results, case):
-    r = results[case["id"]]
-    assert "crashed" not in r, f"the interpreter crashed (exit {r.get('crashed')}): " \
-                               f"{r.get('stderr')}"
-    assert "timeout" not in r, f"no answer within {CASE_S} s"
+    r = _answered(results, case)
     assert r["raised"] is not None, "accepted"
     assert r["sieve_error"], f"{r['raised']}: {r['message']}"
     assert "\n" not in r["message"] and r["message"], r["message"]
