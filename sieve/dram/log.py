@@ -183,10 +183,15 @@ class LogWriter:
         self._ctx = atomic_write(self.path, "wb")
         self._fh = self._ctx.__enter__()
         self._closed = False
-        if self.kind == ".csv":
-            self._fh.write(_csv_header())
-        else:
-            self._header_len = self._write_npy_header(0)
+        try:
+            if self.kind == ".csv":
+                self._fh.write(_csv_header())
+            else:
+                self._header_len = self._write_npy_header(0)
+        except BaseException as exc:  # (a full disk at the header: no temporary file left;
+            self._closed = True          # an OSError becomes atomic_write's OutputError)
+            self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
 
     def _write_npy_header(self, n: int) -> int:
         from numpy.lib import format as npf
