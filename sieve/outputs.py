@@ -218,12 +218,28 @@ def _as_path(out_dir: Any, flag: str) -> Path:
     return Path(os.path.realpath(text))  # a symlinked folder is replaced where it really is
 
 
+def _own_json(path: Path) -> Any:
+    """One of sieve's own small JSON files in an output folder (a manifest, a store marker),
+    read once and never past :data:`sieve.limits.MAX_TEXT_FILE_BYTES`; None when it cannot be
+    read, is larger (not one of ours: a planted file is never read whole) or is not JSON."""
+    from sieve.limits import MAX_TEXT_FILE_BYTES
+    from sieve.validate import strict_json
+
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TEXT_FILE_BYTES + 1)
+        if len(raw) > MAX_TEXT_FILE_BYTES:
+            return None
+        return strict_json(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def _previous_run_files(p: Path) -> set[str] | None:
     """Names listed in the manifest of an earlier run in ``p``, or None if it is not one."""
-    try:
-        m = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    m = _own_json(p / MANIFEST)
     if not isinstance(m, dict) or m.get("format") != MANIFEST_FORMAT:
         return None
     files = m.get("files")
@@ -242,10 +258,7 @@ def _is_store(p: Path) -> bool:
     """Whether ``p`` is a store folder (a marker of the store format; no symlink)."""
     if p.is_symlink() or not p.is_dir():
         return False
-    try:
-        m = json.loads((p / STORE_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    m = _own_json(p / STORE_MARKER)
     return isinstance(m, dict) and m.get("format") == STORE_FORMAT
 
 

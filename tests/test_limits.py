@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sieve import limits
-from sieve.errors import ConfigError
+from sieve.errors import ConfigError, SieveError
 from sieve.system.run import RunConfig
 
 BASE = dict(model="qwen3-30b-a3b", system="1xb200")
@@ -249,3 +249,18 @@ def test_lock_nests_and_stale_temporaries_are_removed(tmp_path):
         write_run(out, {"a.txt": "1"}, command="test")  # the writer takes it again
     assert (out / "a.txt").read_text() == "1"
     assert not list(tmp_path.glob(".sieve-lock.*"))
+
+
+def test_a_planted_huge_manifest_is_not_read_whole(tmp_path):
+    """sieve's own small JSON files in an --out folder (manifest, store marker) are read
+    never past MAX_TEXT_FILE_BYTES: a planted 40 MiB manifest.json makes the folder a foreign
+    one (refused), without being read whole."""
+    from sieve.outputs import MANIFEST, _own_json, check_out_dir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / MANIFEST, "wb") as fh:
+        fh.truncate(40 << 20)
+    assert _own_json(out / MANIFEST) is None
+    with pytest.raises(SieveError, match="out"):
+        check_out_dir(out)
