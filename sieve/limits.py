@@ -142,11 +142,20 @@ def table_markdown(indent: str = "  ") -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintainer's command
+    import os
     import sys
 
     if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
-        from sieve.outputs import write_section  # only here: this module imports no other
-
-        write_section(sys.argv[2], "  " + TABLE_BEGIN, TABLE_END + "\n", table_markdown())
+        # (no sieve.outputs here: this module imports no other sieve module)
+        path = sys.argv[2]
+        with open(path, encoding="utf-8") as fh:
+            doc = fh.read()
+        a, b = doc.find("  " + TABLE_BEGIN), doc.find(TABLE_END)
+        if a < 0 or b < a:
+            sys.exit(f"{path}: no limits table between its markers")
+        doc = doc[:a] + table_markdown() + doc[b + len(TABLE_END) + 1:]
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            fh.write(doc)
+        os.replace(path + ".tmp", path)
     else:
         sys.stdout.write(table_markdown())
