@@ -38,6 +38,13 @@ cdef inline int64_t _put_int(char* out, int64_t v) noexcept nogil:
     return k + n
 
 
+cdef inline int64_t _put_field(char* out, int64_t v) noexcept nogil:
+    """Write v in decimal and a comma at out; the number of bytes written."""
+    cdef int64_t k = _put_int(out, v)
+    out[k] = 44  # ","
+    return k + 1
+
+
 cdef int64_t _format(const int64_t[:] tick, const int32_t[:] cmd, const int32_t[:] ch,
                      const int32_t[:] pc, const int32_t[:] sid, const int32_t[:] bg,
                      const int32_t[:] bank, const int32_t[:] row, const int32_t[:] col,
@@ -50,9 +57,7 @@ cdef int64_t _format(const int64_t[:] tick, const int32_t[:] cmd, const int32_t[
         c = cmd[i]
         if c < 0 or c >= n_names:
             return -1 - i
-        k += _put_int(out + k, tick[i] + 1)
-        out[k] = 44
-        k += 1
+        k += _put_field(out + k, tick[i] + 1)
         a = name_off[c]
         b = name_off[c + 1]
         for j in range(a, b):
@@ -60,33 +65,18 @@ cdef int64_t _format(const int64_t[:] tick, const int32_t[:] cmd, const int32_t[
             k += 1
         out[k] = 44
         k += 1
-        k += _put_int(out + k, ch[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, pc[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, sid[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, bg[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, bank[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, row[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, col[i])
-        out[k] = 44
-        k += 1
-        k += _put_int(out + k, typ[i])
-        out[k] = 44
-        out[k + 1] = 45  # "-1": source
-        out[k + 2] = 49
-        out[k + 3] = 10  # "\n"
-        k += 4
+        k += _put_field(out + k, ch[i])
+        k += _put_field(out + k, pc[i])
+        k += _put_field(out + k, sid[i])
+        k += _put_field(out + k, bg[i])
+        k += _put_field(out + k, bank[i])
+        k += _put_field(out + k, row[i])
+        k += _put_field(out + k, col[i])
+        k += _put_field(out + k, typ[i])
+        out[k] = 45  # "-1": source
+        out[k + 1] = 49
+        out[k + 2] = 10  # "\n"
+        k += 3
     return k
 
 
