@@ -44,7 +44,14 @@ class OutputError(SieveError):
 
 
 class NotBuiltError(SieveError, ImportError):
-    """The compiled engine ``sieve._dram`` is missing."""
+    """A compiled extension of sieve (the engine ``sieve._dram`` or another) is missing."""
+
+    @classmethod
+    def of(cls, what: str, module: str, cause: BaseException) -> NotBuiltError:
+        """The one message for every extension: what it is, how to build it, the cause."""
+        return cls(f"sieve's compiled {what} ({module}) is not built: run `pip install -e .` "
+                   f"in the project root (SIEVE_CYTHON_DEBUG=1 for a bounds-checked build); "
+                   f"cause: {cause}")
 
 
 T = TypeVar("T")

@@ -39,10 +39,7 @@ from sieve.validate import check_bool, check_int
 try:
     from sieve import _dram
 except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
-    raise NotBuiltError(
-        "sieve's compiled DRAM engine (sieve._dram) is not built: run `pip install -e .` in "
-        f"the project root (SIEVE_CYTHON_DEBUG=1 for a bounds-checked build); cause: {exc}"
-    ) from None
+    raise NotBuiltError.of("DRAM engine", "sieve._dram", exc) from None
 
 __all__ = [
     "DEBUG_BUILD",

@@ -68,9 +68,7 @@ def _compiled_formatter():
     try:
         from sieve.dram import _logcsv
     except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
-        raise NotBuiltError(
-            "sieve's compiled command-log formatter (sieve.dram._logcsv) is not built: run "
-            f"`pip install -e .` in the project root; cause: {exc}") from None
+        raise NotBuiltError.of("command-log formatter", "sieve.dram._logcsv", exc) from None
     return _logcsv.format_rows
 
 

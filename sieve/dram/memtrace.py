@@ -233,9 +233,7 @@ def _compiled_reader():
     try:
         from sieve.dram import _loadstore
     except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
-        raise NotBuiltError(
-            "sieve's compiled trace reader (sieve.dram._loadstore) is not built: run "
-            f"`pip install -e .` in the project root; cause: {exc}") from None
+        raise NotBuiltError.of("trace reader", "sieve.dram._loadstore", exc) from None
     return _loadstore.LoadStoreReader
 
 

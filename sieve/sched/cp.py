@@ -59,9 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
     from sieve.errors import NotBuiltError
 
-    raise NotBuiltError(
-        "sieve's compiled scheduler loop (sieve.sched._greedy) is not built: run "
-        f"`pip install -e .` in the project root; cause: {exc}") from None
+    raise NotBuiltError.of("scheduler loop", "sieve.sched._greedy", exc) from None
 
 __all__ = ["cp_estimate", "gpu_launch_ns", "sieve_cp", "sieve_cp_reference", "timing_of"]
 

@@ -36,9 +36,7 @@ from sieve.sched.partition import LayerLoad, Partition
 try:
     from sieve.sched import _greedy
 except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
-    raise NotBuiltError(
-        "sieve's compiled scheduler loop (sieve.sched._greedy) is not built: run "
-        f"`pip install -e .` in the project root; cause: {exc}") from None
+    raise NotBuiltError.of("scheduler loop", "sieve.sched._greedy", exc) from None
 
 __all__ = ["sieve", "sieve_reference", "split_estimates"]
 
