@@ -50,15 +50,19 @@ cdef enum:
     C_PREAB = 11
     C_GWRITE = 12
     C_RDRES = 13
+    C_ACTSB = 14
+    C_MACSB = 15
+    C_PRESB = 16
+    N_COMMANDS = 17
 
 # Status codes of a state check (0 = legal)
 cdef enum:
     E_OK = 0
     E_TIMING = 1          # issued before the earliest legal tick
-    E_BANK_OPEN = 2       # ACT/ACTAB to a bank that has an open row
+    E_BANK_OPEN = 2       # ACT/ACTAB/ACTSB to a bank that has an open row
     E_BANK_CLOSED = 3     # column command to a closed bank
     E_ROW_MISS = 4        # column command to a row that is not the open one
-    E_NOT_ALL_OPEN = 5    # MACAB without the row open in every bank of the PC
+    E_NOT_ALL_OPEN = 5    # MACAB / MACSB without the row open in every bank it reads
     E_REFRESH_OPEN = 6    # refresh with a row open
     E_DISABLED = 7        # command not part of this spec (PIM command on plain DRAM)
     E_ALIGN = 8           # column command off a rising clock edge
@@ -111,6 +115,9 @@ cdef class Engine:
     cdef int max_window                 # longest window (4 for tFAW)
     cdef int n_buffers                  # row buffers per bank (2 with dual row buffers)
     cdef int banks_per_pc               # banks of one pseudo-channel
+    cdef int banks_per_sid              # banks of one SID (a PIM bank bundle)
+    cdef int n_bund                     # PIM bank bundles (pim.bundles): 1 = all-bank rows,
+                                        # else one per SID (ACTSB / MACSB / PRESB)
     cdef int banks_per_ch               # banks of one channel
     cdef int n_rows                     # rows per bank
     cdef int n_cols                     # burst columns per row
@@ -150,6 +157,8 @@ cdef class Engine:
     # ---- bank state ----
     cdef int32_t[::1] open_row          # (buffer, global bank) -> open row, -1 closed
     cdef int32_t[::1] ab_row            # (buffer, global PC) -> row open in every bank, else -1
+    cdef int32_t[::1] sb_row            # (buffer, global SID) -> row open in every bank of the
+                                        # SID (a PIM bank bundle), else -1
     cdef int32_t[::1] n_open            # (buffer, global PC) -> number of banks with a row open
 
     # ---- refresh manager (both front ends; carried across runs) ----

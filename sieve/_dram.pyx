@@ -131,9 +131,13 @@ cdef class Engine:
         for l in range(1, N_LEVELS):
             self.n_nodes[l] = self.n_nodes[l - 1] * self.cnt[l]
         self.n_cmd = int(arrays["n_cmd"])
-        if self.n_cmd != C_RDRES + 1:
-            raise ValueError(f"Engine: the command table must have {C_RDRES + 1} commands")
+        if self.n_cmd != N_COMMANDS:
+            raise ValueError(f"Engine: the command table must have {N_COMMANDS} commands")
         self.banks_per_pc = self.cnt[2] * self.cnt[3] * self.cnt[4]
+        self.banks_per_sid = self.cnt[3] * self.cnt[4]
+        self.n_bund = int(arrays.get("bundles", 1))
+        if self.n_bund != 1 and self.n_bund != self.cnt[2]:
+            raise ValueError(f"Engine: bundles must be 1 or the SID count {self.cnt[2]}")
         self.banks_per_ch = self.banks_per_pc * self.cnt[1]
         self.n_rows = int(arrays["rows"])
         self.n_cols = int(arrays["columns"])
@@ -224,6 +228,7 @@ cdef class Engine:
         self.n_buffers = 2 if int(np.max(self.cmd_buffer)) > 0 else 1
         self.open_row = np.full(self.n_buffers * self.n_nodes[4], -1, dtype=np.int32)
         self.ab_row = np.full(self.n_buffers * self.n_nodes[1], -1, dtype=np.int32)
+        self.sb_row = np.full(self.n_buffers * self.n_nodes[2], -1, dtype=np.int32)
         self.n_open = np.zeros(self.n_buffers * self.n_nodes[1], dtype=np.int32)
         self.pim_ab_off = <int64_t>self.cmd_buffer[C_ACTAB] * self.n_nodes[1]
         self.ref_due = np.full(self.n_nodes[1], self.ref_interval, dtype=np.int64)
@@ -246,6 +251,7 @@ cdef class Engine:
         self.hist[:] = -1
         self.open_row[:] = -1
         self.ab_row[:] = -1
+        self.sb_row[:] = -1
         self.n_open[:] = 0
         self.ref_due[:] = self.ref_interval
         self.ref_rr[:] = 0
@@ -310,8 +316,8 @@ cdef class Engine:
 
     # Persistent state: the arrays a run starts from, in a fixed order (sieve.dram.device
     # normalises them into exact memo keys and broadcasts channels of symmetric runs).
-    STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "n_open", "ref_due", "ref_rr",
-                    "pc_last", "pc_lseq", "ch_last")
+    STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "sb_row", "n_open", "ref_due",
+                    "ref_rr", "pc_last", "pc_lseq", "ch_last")
 
     def layout(self):
         """Sizes needed to slice the state per channel: per-level node counts, offsets and
@@ -329,6 +335,7 @@ cdef class Engine:
     def _arrays(self):
         return {"ready": np.asarray(self.ready), "hist": np.asarray(self.hist),
                 "open_row": np.asarray(self.open_row), "ab_row": np.asarray(self.ab_row),
+                "sb_row": np.asarray(self.sb_row),
                 "n_open": np.asarray(self.n_open), "ref_due": np.asarray(self.ref_due),
                 "ref_rr": np.asarray(self.ref_rr), "pc_last": np.asarray(self.pc_last),
                 "pc_lseq": np.asarray(self.pc_lseq), "ch_last": np.asarray(self.ch_last)}
@@ -401,7 +408,7 @@ cdef class Engine:
                     seg.reshape(nch, per)[:] = seg.reshape(nch, per)[ix]
                 else:
                     seg.reshape(nch, npc, -1)[:] = seg.reshape(nch, npc, -1)[src]
-        for k in ("open_row", "ab_row", "n_open"):
+        for k in ("open_row", "ab_row", "sb_row", "n_open"):
             seg = a[k].reshape(self.n_buffers, nch, npc, -1)
             seg[:] = seg[:, ix[:, None], px]
         for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
@@ -424,7 +431,7 @@ cdef class Engine:
             if per:
                 seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch].reshape(nch, per)
                 seg[:] = seg[src]
-        for k, level in (("open_row", 4), ("ab_row", 1), ("n_open", 1)):
+        for k in ("open_row", "ab_row", "sb_row", "n_open"):
             seg = a[k].reshape(self.n_buffers, nch, -1)
             seg[:] = seg[:, src:src + 1]
         for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
@@ -557,6 +564,7 @@ cdef class Engine:
         cdef int scope = self.cmd_scope[cmd]
         cdef int64_t nb = self.n_nodes[4]
         cdef int64_t npc = self.n_nodes[1]
+        cdef int64_t first
         cdef int o, b
         if not self.cmd_enabled[cmd]:
             return E_DISABLED
@@ -564,6 +572,11 @@ cdef class Engine:
             if scope == LV_BANK:
                 if self.open_row[buf * nb + nodes[4]] != -1:
                     return E_BANK_OPEN
+            elif scope == LV_SID:  # a bundle: every bank of the SID closed
+                first = buf * nb + <int64_t>nodes[2] * self.banks_per_sid
+                for b in range(self.banks_per_sid):
+                    if self.open_row[first + b] != -1:
+                        return E_BANK_OPEN
             elif self.n_open[buf * npc + nodes[1]] != 0:
                 return E_BANK_OPEN
         elif kind == K_READ or kind == K_WRITE or kind == K_READ_AP or kind == K_WRITE_AP:
@@ -573,7 +586,10 @@ cdef class Engine:
             if o != row:
                 return E_ROW_MISS
         elif kind == K_MAC:
-            if row < 0 or self.ab_row[buf * npc + nodes[1]] != row:
+            if scope == LV_SID:
+                if row < 0 or self.sb_row[buf * self.n_nodes[2] + nodes[2]] != row:
+                    return E_NOT_ALL_OPEN
+            elif row < 0 or self.ab_row[buf * npc + nodes[1]] != row:
                 return E_NOT_ALL_OPEN
         elif kind == K_REFRESH:
             for b in range(self.n_buffers):
@@ -590,33 +606,50 @@ cdef class Engine:
         cdef int scope = self.cmd_scope[cmd]
         cdef int64_t nb = self.n_nodes[4]
         cdef int64_t pc_i = <int64_t>self.n_nodes[1] * buf + nodes[1]
-        cdef int64_t first, b, bank_i
-        if kind == K_OPEN:
-            if scope == LV_BANK:
-                bank_i = buf * nb + nodes[4]
+        cdef int64_t sb_base = <int64_t>self.n_nodes[2] * buf
+        cdef int64_t nsid = self.cnt[2]
+        cdef int64_t first, b, bank_i, s0
+        cdef bint opens = kind == K_OPEN
+        if not opens and kind != K_CLOSE and kind != K_READ_AP and kind != K_WRITE_AP:
+            return
+        if scope == LV_BANK:
+            bank_i = buf * nb + nodes[4]
+            if opens:
                 if self.open_row[bank_i] == -1:
                     self.n_open[pc_i] += 1
                 self.open_row[bank_i] = row
-                self.ab_row[pc_i] = -1
-            else:
-                first = buf * nb + <int64_t>nodes[1] * self.banks_per_pc
-                for b in range(self.banks_per_pc):
-                    self.open_row[first + b] = row
-                self.n_open[pc_i] = self.banks_per_pc
-                self.ab_row[pc_i] = row
-        elif kind == K_CLOSE or kind == K_READ_AP or kind == K_WRITE_AP:
-            if scope == LV_BANK:
-                bank_i = buf * nb + nodes[4]
-                if self.open_row[bank_i] != -1:
-                    self.open_row[bank_i] = -1
+            elif self.open_row[bank_i] != -1:
+                self.open_row[bank_i] = -1
+                self.n_open[pc_i] -= 1
+            self.ab_row[pc_i] = -1
+            self.sb_row[sb_base + nodes[4] // self.banks_per_sid] = -1
+        elif scope == LV_SID:
+            # a PIM bundle: every bank of one SID; the PC's all-bank row holds when every SID
+            # holds the same row
+            first = buf * nb + <int64_t>nodes[2] * self.banks_per_sid
+            for b in range(self.banks_per_sid):
+                if opens and self.open_row[first + b] == -1:
+                    self.n_open[pc_i] += 1
+                elif not opens and self.open_row[first + b] != -1:
                     self.n_open[pc_i] -= 1
-                self.ab_row[pc_i] = -1
-            else:
-                first = buf * nb + <int64_t>nodes[1] * self.banks_per_pc
-                for b in range(self.banks_per_pc):
-                    self.open_row[first + b] = -1
-                self.n_open[pc_i] = 0
-                self.ab_row[pc_i] = -1
+                self.open_row[first + b] = row if opens else -1
+            self.sb_row[sb_base + nodes[2]] = row if opens else -1
+            self.ab_row[pc_i] = -1
+            if opens and self.n_open[pc_i] == self.banks_per_pc:
+                s0 = sb_base + <int64_t>nodes[1] * nsid
+                self.ab_row[pc_i] = row
+                for b in range(nsid):
+                    if self.sb_row[s0 + b] != row:
+                        self.ab_row[pc_i] = -1
+        else:
+            first = buf * nb + <int64_t>nodes[1] * self.banks_per_pc
+            for b in range(self.banks_per_pc):
+                self.open_row[first + b] = row if opens else -1
+            self.n_open[pc_i] = self.banks_per_pc if opens else 0
+            self.ab_row[pc_i] = row if opens else -1
+            s0 = sb_base + <int64_t>nodes[1] * nsid
+            for b in range(nsid):
+                self.sb_row[s0 + b] = row if opens else -1
 
     cdef int _log(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
         cdef int64_t cap
@@ -641,6 +674,10 @@ cdef class Engine:
             rec.sid = nodes[2] % n2
             rec.bg = nodes[3] % n3
             rec.bank = nodes[4] % n4
+        elif scope == LV_SID:  # a PIM bundle: its SID
+            rec.sid = nodes[2] % n2
+            rec.bg = -1
+            rec.bank = -1
         else:
             rec.sid = -1
             rec.bg = -1

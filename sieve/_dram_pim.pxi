@@ -23,7 +23,10 @@ cdef enum:
     P_BANK = 13      # bank (within the PC) of the step's next command
     P_OVK = 14       # overhead span being timed (OV_*), -1 none
     P_OVS = 15       # tick the span started (the PC's previous command, or its ready tick)
-    P_NFIELDS = 16
+    P_SID = 16       # bundled rows: the SID (bundle) of the PC's next ACTSB / MACSB / PRESB
+    P_PSID = 17      # bundled rows: the bundle a look-ahead ACTSB / PRESB addresses
+    P_PROW = 18      # bundled rows: the row it prepares
+    P_NFIELDS = 19
 
 cdef enum:
     PH_GW = 0
@@ -70,6 +73,7 @@ cdef enum:
     CAND_WORK = 0    # a command of the PC's kernel stream
     CAND_REF = 1     # refresh ahead of the PC's next command (pulled in, see R1)
     CAND_IDLE = 2    # refresh of a PC with nothing to do (on schedule, see R2)
+    CAND_PREP = 3    # bundled rows: the next row's bundle switched while this one streams
 
 # A refresh is pulled in at most this many intervals ahead of its due tick (JEDEC allows 8;
 # with 7, two refreshes are never more than 8 intervals + one refresh sequence apart, inside
@@ -139,6 +143,9 @@ cdef class _PimRun:
     cdef const int32_t* NOPEN           # engine: per-PC open banks of the PIM row buffer
     cdef const int32_t* OROW            # engine: open row per bank, normal buffer (buffer 0)
     cdef const int32_t* AB0             # engine: per-PC all-bank row of buffer 0
+    cdef const int32_t* SB              # engine: per-SID row of the PIM row buffer
+    cdef const int32_t* OPENP           # engine: open row per bank of the PIM row buffer
+    cdef int nb                         # PIM bank bundles (1: all-bank rows; SIDs otherwise)
     cdef const int64_t* SP              # seq_ptr
     cdef const int64_t* STP             # steps
     cdef int64_t n_pcs
@@ -161,6 +168,9 @@ cdef class _PimRun:
         self.NOPEN = &e.n_open[e.pim_ab_off]
         self.OROW = &e.open_row[0]
         self.AB0 = &e.ab_row[0]
+        self.SB = &e.sb_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[2]]
+        self.nb = e.n_bund
+        self.OPENP = &e.open_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[4]]
         self.SP = &self.seq_ptr[0]
         self.STP = &self.steps[0, 0]
         self.n_pcs = self.st.shape[0]
@@ -340,6 +350,64 @@ cdef class _PimRun:
             return C_PREAB
         return C_PRE if cur >= 0 else C_ACT
 
+    cdef inline bint _sid_closed(self, int64_t q, int64_t sid) noexcept nogil:
+        """Every bank of SID `sid` of PC q is closed in the PIM row buffer."""
+        cdef int64_t b, bps = self.eng.banks_per_sid
+        cdef int64_t first = (q * self.nb + sid) * bps
+        for b in range(bps):
+            SIEVE_CHECK_INDEX(first + b, self.eng.n_nodes[4])
+            if self.OPENP[first + b] != -1:
+                return False
+        return True
+
+    cdef inline int _bundle_cmd(self, int64_t q, int64_t* s, const int64_t* kr) noexcept nogil:
+        """Bundled rows: the command that serves kernel row P_K * K_ROWS + P_R, which lives in
+        bundle (SID) ``rho % nb`` at row ``K_BASE + rho // nb`` (a kernel's rows striped over
+        the bundles); -1 when its MACs are all issued. Sets P_SID."""
+        cdef int64_t rho = s[P_K] * kr[K_ROWS] + s[P_R]
+        cdef int64_t sid = rho % self.nb
+        cdef int64_t row = kr[K_BASE] + rho // self.nb
+        cdef int64_t cur
+        SIEVE_CHECK_INDEX(q * self.nb + sid, self.eng.n_nodes[2])
+        cur = self.SB[q * self.nb + sid]
+        s[P_SID] = sid
+        if cur != row:
+            if cur >= 0:
+                return C_PRESB
+            # banks of the bundle left open by other commands close with the whole PC
+            return C_ACTSB if self._sid_closed(q, sid) else C_PREA
+        if s[P_CNT] < kr[K_MACS]:
+            return C_MACSB
+        return -1
+
+    cdef inline int _prep_cmd(self, int64_t q, int64_t* s) noexcept nogil:
+        """Bundled rows, while PC q streams a bundle: the command that readies the bundle of
+        the stream's next row (the next row of the chunk, of the next chunk, or the first row
+        again for the next pass), when that is another bundle and not at its row yet: PRESB,
+        then ACTSB (sets P_PSID / P_PROW); -1 for none."""
+        cdef const int64_t* kr = self._k(s[P_SLOT])
+        cdef int64_t rho, nxt, sid, row, cur
+        rho = s[P_K] * kr[K_ROWS] + s[P_R]
+        if s[P_R] + 1 < kr[K_ROWS] or s[P_K] + 1 < kr[K_NCHUNK]:
+            nxt = rho + 1
+        elif (s[P_V] + 1) * kr[K_VPP] < kr[K_NVEC]:
+            nxt = 0
+        else:
+            return -1
+        sid = nxt % self.nb
+        if sid == rho % self.nb:
+            return -1
+        row = kr[K_BASE] + nxt // self.nb
+        SIEVE_CHECK_INDEX(q * self.nb + sid, self.eng.n_nodes[2])
+        cur = self.SB[q * self.nb + sid]
+        if cur == row:
+            return -1
+        s[P_PSID] = sid
+        s[P_PROW] = row
+        if cur >= 0:
+            return C_PRESB
+        return C_ACTSB if self._sid_closed(q, sid) else -1
+
     cdef inline int _next(self, int64_t q, int64_t* s) noexcept nogil:
         """Next command of PC q's stream (-1 when it is finished or waits at a barrier); `s`
         is its stream state row.
@@ -397,6 +465,13 @@ cdef class _PimRun:
                 s[P_R] = 0
                 s[P_CNT] = 0
             elif ph == PH_ROW:
+                if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0 and self.nb > 1:
+                    cmd = self._bundle_cmd(q, s, kr)
+                    if cmd >= 0:
+                        return cmd
+                    s[P_R] += 1
+                    s[P_CNT] = 0
+                    continue
                 if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0:
                     # in range: run_pim refuses kernels whose rows do not fit in a bank
                     row = kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R]
@@ -444,8 +519,9 @@ cdef class _PimRun:
         PC served least recently (the shared command buses). Returns whether any PC of the
         channel still has work (False: the channel is finished or all its PCs wait)."""
         cdef int nodes[5]
-        cdef int pl, cmd, kind, best_cmd = -1, best_pl = 0, best_kind = CAND_WORK
+        cdef int pl, cmd, kind, pcmd, best_cmd = -1, best_pl = 0, best_kind = CAND_WORK
         cdef int n_pc_ch = self.n_pc_ch
+        cdef tick_t pe
         cdef int64_t q, b, q0 = <int64_t>c * n_pc_ch
         cdef int64_t* s
         cdef const int64_t* LAST = self.LAST
@@ -477,9 +553,25 @@ cdef class _PimRun:
                     work = True
                     if self.eng.cmd_scope[cmd] == LV_BANK:  # a mode-sequence step
                         self._bank_nodes(q, s[P_BANK], nodes)
+                    elif self.eng.cmd_scope[cmd] == LV_SID:  # a bundle
+                        nodes[2] = <int>(q * self.nb + s[P_SID])
                     e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes),
                                                        LAST[q]),
                                                   _max(s[P_READY], floor)))
+                    if cmd == C_MACSB:
+                        # while a bundle streams, the next row's bundle may switch rows: the
+                        # look-ahead goes first when it can issue earlier and no refresh is due
+                        pcmd = self._prep_cmd(q, s)
+                        if pcmd >= 0:
+                            nodes[2] = <int>(q * self.nb + s[P_PSID])
+                            pe = self.eng._align(pcmd, _max(_max(self.eng._earliest(pcmd,
+                                                                                    nodes),
+                                                                 LAST[q]),
+                                                            _max(s[P_READY], floor)))
+                            if pe < e and pe < DUE[q]:
+                                cmd = pcmd
+                                e = pe
+                                kind = CAND_PREP
                     if DUE[q] <= e:
                         # R1: the refresh falls due before the PC's next command: the work
                         # yields; the refresh may be pulled in (at most PULL_IN intervals)
@@ -495,7 +587,7 @@ cdef class _PimRun:
                     cmd = self.eng._ref_cmd(q, &b)
                     kind = CAND_IDLE
                     e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]), DUE[q])
-            if kind != CAND_WORK:
+            if kind != CAND_WORK and kind != CAND_PREP:
                 e = self.eng._align(cmd, _max(e, floor))  # a channel issues in time order
             if e < best_e or (e == best_e and LSEQ[q] < LSEQ[q0 + best_pl]):
                 best_e = e
@@ -520,10 +612,17 @@ cdef class _PimRun:
         cdef int64_t slot
         cdef const int64_t* kr
         cdef int row = -1, col = -1, rc
+        cdef bint rowcmd
         nodes[0] = c  # PC-scope commands: the levels below are not used
         nodes[1] = <int>q
         nodes[2] = nodes[3] = nodes[4] = 0
         self._count(c, cmd)
+        if kind == CAND_PREP:  # bundled rows: ready the next row's bundle (no progress)
+            nodes[2] = <int>(q * self.nb + s[P_PSID])
+            rc = self.eng._issue(cmd, nodes, <int>s[P_PROW] if cmd == C_ACTSB else -1, -1,
+                                 now)
+            self._ordered(q, c, now)
+            return rc
         if kind != CAND_WORK:
             if kind == CAND_REF and now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
                 return E_STALL  # refreshes only, for a PC whose work is ready: livelock
@@ -548,7 +647,9 @@ cdef class _PimRun:
             if cmd == C_WR:
                 s[P_CNT] += 1
             return rc
-        if cmd == C_ACTAB or cmd == C_PREAB or cmd == C_PREA:
+        rowcmd = (cmd == C_ACTAB or cmd == C_PREAB or cmd == C_PREA or cmd == C_ACTSB
+                  or cmd == C_PRESB)
+        if rowcmd:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
             # closes its row before the first MAC every time, or refreshes never end)
             if now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
@@ -557,16 +658,23 @@ cdef class _PimRun:
             s[P_PROG] = now
         if self.KS[slot] < 0:
             self.KS[slot] = now
+        if self.eng.cmd_scope[cmd] == LV_SID:
+            nodes[2] = <int>(q * self.nb + s[P_SID])
         if cmd == C_ACTAB:
             row = <int>(kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R])
+        elif cmd == C_ACTSB:
+            row = <int>(kr[K_BASE] + (s[P_K] * kr[K_ROWS] + s[P_R]) // self.nb)
         elif cmd == C_MACAB:
             row = self.AB[q]
+            col = <int>(s[P_CNT] % self.eng.n_cols)
+        elif cmd == C_MACSB:
+            row = self.SB[q * self.nb + s[P_SID]]
             col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_GWRITE or cmd == C_RDRES:
             col = <int>(s[P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
         rc = self.eng._issue(cmd, nodes, row, col, now)
         self._ordered(q, c, now)
-        if cmd != C_ACTAB and cmd != C_PREAB and cmd != C_PREA:
+        if not rowcmd:
             s[P_CNT] += 1
             if (cmd == C_RDRES and s[P_CNT] == kr[K_NRES] * self._pass_vectors(kr, s)
                     and (s[P_V] + 1) * kr[K_VPP] >= kr[K_NVEC]):
@@ -793,8 +901,9 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
         if not 1 <= vpp <= MAX_VPP:
             raise ValueError(f"run_pim: kernel {row}: vectors_per_pass must be in "
                              f"[1, {MAX_VPP}]")
-        if rows and macs and base + nchunk * rows > eng.n_rows:
-            raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + nchunk * rows - 1}"
+        used = -(-(nchunk * rows) // eng.n_bund)  # bundled rows: striped over the bundles
+        if rows and macs and base + used > eng.n_rows:
+            raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + used - 1}"
                              f" of a bank with {eng.n_rows} rows")
         if gap > MAX_TICK:
             raise ValueError(f"run_pim: kernel gap {gap} ticks out of range")

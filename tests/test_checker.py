@@ -300,6 +300,36 @@ def test_macab_needs_actab():
     assert [v.index for v in st] == [2]
 
 
+def test_bundles_need_their_own_rows():
+    """Bank bundles (ACTSB / MACSB / PRESB address one SID): a bundle's MAC needs its own SID
+    open at its row, whatever the other bundle holds; ACTSB needs the SID's banks closed; a
+    bank-level PRE inside a bundle breaks that bundle's next MAC only; an all-bank ACTAB opens
+    both bundles; REFab needs both closed."""
+    spec = get_spec("duplex-logic-pim")  # one row buffer shared by PIM and normal commands
+    b = [(0, "ACTSB", 0, 0, 0, -1, -1, 2), (10, "ACTSB", 0, 0, 1, -1, -1, 3)]
+    st, _ = _state_only(make_log(b[:1] + [(200, "MACSB", 0, 0, 0, -1, -1, 2, 0),
+                                          (300, "MACSB", 0, 0, 1, -1, -1, 2, 0)]), spec)
+    assert [v.index for v in st] == [2]
+    assert "every bank of the SID is closed" in st[0].constraint
+    st, _ = _state_only(make_log(b + [(200, "MACSB", 0, 0, 0, -1, -1, 2, 0),
+                                      (204, "MACSB", 0, 0, 1, -1, -1, 3, 0),
+                                      (300, "ACTSB", 0, 0, 0, -1, -1, 4)]), spec)
+    assert [v.index for v in st] == [4] and "needs every bank closed" in st[0].constraint
+    st, _ = _state_only(make_log(b + [(100, "PRE", 0, 0, 1, 2, 1),
+                                      (300, "MACSB", 0, 0, 0, -1, -1, 2, 0),
+                                      (310, "MACSB", 0, 0, 1, -1, -1, 3, 0)]), spec)
+    assert [v.index for v in st] == [4]
+    assert "bank 9 of the SID is closed" in st[0].constraint and st[0].prev_index == 2
+    st, _ = _state_only(make_log([(0, "ACTAB", 0, 0, -1, -1, -1, 5),
+                                  (200, "MACSB", 0, 0, 1, -1, -1, 5, 0),
+                                  (300, "PRESB", 0, 0, 1, -1, -1),
+                                  (400, "MACSB", 0, 0, 0, -1, -1, 5, 0),
+                                  (500, "MACSB", 0, 0, 1, -1, -1, 5, 0)]), spec)
+    assert [v.index for v in st] == [4]
+    st, _ = _state_only(make_log(b[:1] + [(2000, "REFab", 0, 0)]), spec)
+    assert len(st) == 1 and "bank 0 of the PC has row 2 open" in st[0].constraint
+
+
 def test_dual_row_buffers_separate_pim_and_normal_rows():
     # ACTAB then RD at the same row: with dual buffers the normal buffer is still closed
     seq = [(0, "ACTAB", 0, 0, -1, -1, -1, 2), (200, "RD", 0, 0, 0, 0, 0, 2, 0)]

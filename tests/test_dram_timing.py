@@ -342,6 +342,51 @@ def test_pim_all_bank_gates(name):
     s2.gate("ACTAB", PC0, tp + lat(spec, t.nRP, "PREAB", "ACTAB"))
 
 
+@pytest.mark.parametrize("name", ["duplex-logic-pim", "b200-logic-pim"])
+def test_pim_bundle_gates(name):
+    """Bank bundles (pim.bundles = SIDs): each bundle's own row cycle at the SID level (tRCD,
+    tRAS, tRTP, tRP, tRC), one MAC per nCCDAB on the PC whichever bundle it reads, and the
+    other bundle free to switch rows while one streams: only the activation spacing tRRD_S
+    separates two bundles' activates."""
+    spec = get_spec(name)
+    t = spec.timing
+    b0, b1 = Address(0, 0, sid=0, row=5, col=0), Address(0, 0, sid=1, row=7, col=0)
+    s = Seq(name)
+    ta = s.at("ACTSB", b0, 0)
+    # bundle 1 may activate right away: tRRD_S after bundle 0's ACTSB, not tRC or tRAS
+    t1 = s.gate("ACTSB", b1, ta + lat(spec, t.nRRDS, "ACTSB", "ACTSB"))
+    tm = s.gate("MACSB", b0, ta + lat(spec, t.nRCDRD, "ACTSB", "MACSB"))
+    tm2 = s.gate("MACSB", b0, tm + lat(spec, t.nCCDAB, "MACSB", "MACSB"))
+    # one bundle read at a time: bundle 1's MAC after bundle 0's by nCCDAB (PC level) and its
+    # own tRCD
+    s.gate("MACSB", b1, max(tm2 + lat(spec, t.nCCDAB, "MACSB", "MACSB"),
+                            t1 + lat(spec, t.nRCDRD, "ACTSB", "MACSB")))
+    # bundle 0 switches rows (tRTP after its last MAC, and tRAS after its ACT) while
+    # bundle 1's row stays open
+    tp = s.gate("PRESB", b0, max(tm2 + lat(spec, t.nRTP, "MACSB", "PRESB"),
+                                 ta + lat(spec, t.nRAS, "ACTSB", "PRESB")))
+    s.gate("ACTSB", b0._replace(row=6), max(tp + lat(spec, t.nRP, "PRESB", "ACTSB"),
+                                           ta + lat(spec, t.nRC, "ACTSB", "ACTSB")))
+
+
+def test_bundle_macs_need_their_bundles_row():
+    dev = DramDevice("duplex-logic-pim", channels=1)
+    b0 = Address(0, 0, sid=0, row=5, col=0)
+    with pytest.raises(TimingViolation, match="every bank"):
+        dev.issue("MACSB", b0, 100)
+    dev.issue("ACTSB", b0, 0)
+    with pytest.raises(TimingViolation, match="every bank"):  # the other bundle is closed
+        dev.issue("MACSB", b0._replace(sid=1), 100)
+    with pytest.raises(TimingViolation, match="not part of this spec"):  # no all-bank MAC
+        dev.issue("MACAB", b0, 100)
+    dev.issue("MACSB", b0, 100)
+    with pytest.raises(TimingViolation, match="open row"):  # ACTSB needs the bundle closed
+        dev.issue("ACTSB", b0._replace(row=6), 1000)
+    dev.issue("PRESB", b0, 1000)
+    dev.issue("ACTSB", b0._replace(row=6), 2000)
+    assert dev.open_rows(buffer=0)[0] == 6
+
+
 @pytest.mark.parametrize("name", ["b200-hbm3e-pim", "samsung-hbm2-pim"])
 def test_gwrite_data_reaches_the_buffer_before_mac(name):
     spec = get_spec(name)

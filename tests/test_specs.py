@@ -28,7 +28,12 @@ def test_every_preset_validates_and_resolves(name):
     assert spec.sources, f"{name} cites no sources"
     # PIM commands exist only with PIM units
     enabled = {c.name for c, e in zip(COMMANDS, a["cmd_enabled"]) if e}
-    assert ("MACAB" in enabled) == (spec.pim is not None)
+    assert ("GWRITE" in enabled) == (spec.pim is not None)
+    if spec.pim is not None:  # all-bank or bank-bundle commands, one set or the other
+        bundled = spec.pim.bundles > 1
+        assert spec.pim_mac_command in enabled
+        assert ("MACAB" in enabled) != bundled
+        assert ({"ACTSB", "MACSB", "PRESB"} <= enabled) == bundled
 
 
 def test_hbm3_6400_is_ramulator_2_1_hbm3_6400mbps():

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BUNDLE_COMMANDS",
     "BUFFER_NORMAL",
     "BUFFER_PIM",
     "BUS_COL",
@@ -42,7 +43,7 @@ KIND_WRITE = 4  # column write: the addressed row must be open
 KIND_READ_AP = 5  # read with auto-precharge
 KIND_WRITE_AP = 6  # write with auto-precharge
 KIND_REFRESH = 7  # bank(s) must be closed in every buffer
-KIND_MAC = 8  # all-bank PIM MAC: every bank of the PC must hold the addressed row open
+KIND_MAC = 8  # PIM MAC: every bank it addresses (the PC's, or one SID's) holds the row open
 
 BUS_ROW = 0
 BUS_COL = 1
@@ -56,7 +57,7 @@ class CommandDef:
     """One command of the engine's command set (data, not code)."""
 
     name: str
-    scope: str  # lowest level the command addresses ("bank" or "pseudochannel")
+    scope: str  # lowest level the command addresses ("bank", "sid" or "pseudochannel")
     bus: int  # BUS_ROW or BUS_COL: which command bus of the channel carries it
     kind: int  # KIND_*: effect on bank state
     buffer: int = BUFFER_NORMAL  # which row buffer it uses (PIM buffer with dual row buffers)
@@ -96,6 +97,23 @@ COMMANDS: tuple[CommandDef, ...] = (
         "RDRES", "pseudochannel", BUS_COL, KIND_NONE, BUFFER_PIM,
         doc="read one burst of PU results back to the host",
     ),
+    # Bundled PIM rows (pim.bundles > 1; Duplex Logic-PIM's bank bundles, one per SID here):
+    # the PUs read one bundle's banks at a time, so a bundle can switch rows while another
+    # streams. Appended after RDRES so the ids of every other command stay as they were.
+    CommandDef(
+        "ACTSB", "sid", BUS_ROW, KIND_OPEN, BUFFER_PIM,
+        doc="PIM bundle activate: the same row in every bank of one SID (bank bundle)",
+    ),
+    CommandDef(
+        "MACSB", "sid", BUS_COL, KIND_MAC, BUFFER_PIM,
+        doc="PIM bundle MAC: every PU reads one burst of its bank(s) in one SID",
+    ),
+    CommandDef(
+        "PRESB", "sid", BUS_ROW, KIND_CLOSE, BUFFER_PIM,
+        doc="PIM bundle precharge: closes the PIM rows of one SID",
+    ),
 )
 COMMAND_INDEX = {c.name: i for i, c in enumerate(COMMANDS)}
-PIM_COMMANDS = ("ACTAB", "MACAB", "PREAB", "GWRITE", "RDRES")
+#: Commands of the bundled PIM rows (only in specs with pim.bundles > 1).
+BUNDLE_COMMANDS = ("ACTSB", "MACSB", "PRESB")
+PIM_COMMANDS = ("ACTAB", "MACAB", "PREAB", "GWRITE", "RDRES") + BUNDLE_COMMANDS

@@ -144,23 +144,50 @@ PIM_CONSTRAINTS: tuple[TimingConstraint, ...] = (
     # results leave the PU pipeline nMACRD cycles after the last MAC.
     _row("pseudochannel", "GWRITE", "MACAB", "nCWL + nBL"),
     _row("pseudochannel", "MACAB", "RDRES", "nMACRD"),
+    # ---- Bundled PIM rows (pim.bundles > 1: ACTSB / MACSB / PRESB address one SID) ----
+    # A bundle's own row cycle: AttAcc's all-bank values above, at the SID (bundle) level ...
+    _row("sid", "ACTSB", "ACTSB", "nRC"),
+    _row("sid", "ACTSB", "MACSB", "nRCDRD"),
+    _row("sid", "ACTSB", "PRESB", "nRAS"),
+    _row("sid", "MACSB", "PRESB", "nRTP"),
+    _row("sid", "PRESB", "ACTSB", "nRP"),
+    # ... one bundle read at a time over the PC's PIM datapath (Duplex: 512 b per tCCD_L from
+    # one bank bundle), the activation power spacing of every activate ...
+    _row("pseudochannel", "MACSB", "MACSB", "nCCDAB"),
+    _row("pseudochannel", "ACTSB", ("ACT", "ACTAB", "ACTSB"), "nRRDS"),
+    _row("pseudochannel", ("ACT", "ACTAB"), "ACTSB", "nRRDS"),
+    # ... input writes before the MACs that use them, results after the last MAC ...
+    _row("pseudochannel", "GWRITE", "MACSB", "nCWL + nBL"),
+    _row("pseudochannel", "MACSB", "RDRES", "nMACRD"),
+    # ... and against the PC-wide commands that close or refresh every bank (the bundle that
+    # was activated or read last sets them, conservatively at the PC level)
+    _row("pseudochannel", "ACTSB", ("PREAB", "REFab"), "nRAS"),
+    _row("pseudochannel", "ACTSB", "REFab", "nRC"),
+    _row("pseudochannel", "MACSB", "PREAB", "nRTP"),
+    _row("pseudochannel", "PRESB", "REFab", "nRP"),
+    _row("pseudochannel", ("PREAB", "REFab"), "ACTSB", "nRP"),
+    _row("pseudochannel", "REFab", "ACTSB", "nRFC"),
+    _row("pseudochannel", "ACTAB", "ACTSB", "nRC"),
+    _row("pseudochannel", "ACTSB", "ACTAB", "nRC"),
+    _row("pseudochannel", "MACAB", "PRESB", "nRTP"),
+    _row("pseudochannel", "PRESB", "ACTAB", "nRP"),
 )
 
 # Extra rows when PIM and normal accesses share one row buffer per bank (no dual row buffers):
 # PIM row commands then open/close the same rows as ACT/PRE, so they obey each other's RAS
 # timing (conservatively, at PC level).
 SHARED_BUFFER_CONSTRAINTS: tuple[TimingConstraint, ...] = (
-    _row("pseudochannel", ("PRE", "PREA"), "ACTAB", "nRP"),
-    _row("pseudochannel", "PREAB", ("ACT", "REFpb"), "nRP"),
-    _row("pseudochannel", "ACT", "ACTAB", "nRC"),
-    _row("pseudochannel", "ACTAB", ("ACT", "REFpb"), "nRC"),
-    _row("pseudochannel", "ACT", "PREAB", "nRAS"),
-    _row("pseudochannel", "ACTAB", ("PRE", "PREA"), "nRAS"),
-    _row("pseudochannel", "ACTAB", _RD, "nRCDRD"),
-    _row("pseudochannel", "ACTAB", _WR, "nRCDWR"),
-    _row("pseudochannel", "RD", "PREAB", "nRTP"),
-    _row("pseudochannel", "WR", "PREAB", "nCWL + nBL + nWR"),
-    _row("pseudochannel", "MACAB", ("PRE", "PREA"), "nRTP"),
+    _row("pseudochannel", ("PRE", "PREA"), ("ACTAB", "ACTSB"), "nRP"),
+    _row("pseudochannel", ("PREAB", "PRESB"), ("ACT", "REFpb"), "nRP"),
+    _row("pseudochannel", "ACT", ("ACTAB", "ACTSB"), "nRC"),
+    _row("pseudochannel", ("ACTAB", "ACTSB"), ("ACT", "REFpb"), "nRC"),
+    _row("pseudochannel", "ACT", ("PREAB", "PRESB"), "nRAS"),
+    _row("pseudochannel", ("ACTAB", "ACTSB"), ("PRE", "PREA"), "nRAS"),
+    _row("pseudochannel", ("ACTAB", "ACTSB"), _RD, "nRCDRD"),
+    _row("pseudochannel", ("ACTAB", "ACTSB"), _WR, "nRCDWR"),
+    _row("pseudochannel", "RD", ("PREAB", "PRESB"), "nRTP"),
+    _row("pseudochannel", "WR", ("PREAB", "PRESB"), "nCWL + nBL + nWR"),
+    _row("pseudochannel", ("MACAB", "MACSB"), ("PRE", "PREA"), "nRTP"),
 )
 
 

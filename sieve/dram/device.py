@@ -63,7 +63,7 @@ DEBUG_BUILD: bool = bool(_dram.DEBUG_BUILD)
 
 # The engine's command ids are compile-time constants (_dram.pxd); they must match the spec.
 _ENGINE_ORDER = ("ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REFab", "REFpb", "ACTAB",
-                 "MACAB", "PREAB", "GWRITE", "RDRES")
+                 "MACAB", "PREAB", "GWRITE", "RDRES", "ACTSB", "MACSB", "PRESB")
 assert tuple(c.name for c in COMMANDS) == _ENGINE_ORDER, "commands.COMMANDS and _dram.pxd disagree"
 assert _dram.LOG_DTYPE == LOG_DTYPE, "sieve.dram.log.LOG_DTYPE and the engine's LogRec disagree"
 
@@ -753,6 +753,12 @@ class GemvKernel:
             return 0
         return self.n_chunks * self.rows_per_chunk
 
+    def dram_rows(self, bundles: int = 1) -> int:
+        """DRAM rows per bank the weights occupy from ``base_row``: :attr:`rows_used`, or with
+        ``bundles`` > 1 bank bundles (``spec.pim.bundles``) the rows striped over them (kernel
+        row ``i`` in bundle ``i % bundles``, DRAM row ``base_row + i // bundles``)."""
+        return -(-self.rows_used // bundles)
+
     def barrier_key(self, channel: int) -> tuple | None:
         """The barrier set this kernel belongs to on ``channel`` (None: no barrier)."""
         s = self.sync
@@ -765,12 +771,11 @@ class GemvKernel:
         return ("group", int(self.group))
 
     def _row(self, spec: DramSpec) -> list[int]:
-        if self.macs_per_row > spec.pim.banks_per_pu * spec.org.columns:
+        if self.macs_per_row > spec.pim_row_bursts:
             raise ConfigError(
                 f"PIM kernel: macs_per_row ({self.macs_per_row}) exceeds the "
-                f"{spec.pim.banks_per_pu * spec.org.columns} bursts a PU can read from one "
-                f"activated row")
-        used = self.rows_used
+                f"{spec.pim_row_bursts} bursts a PU can read from one activated row")
+        used = self.dram_rows(spec.pim.bundles)
         if used:  # the GRF_B writes of an "hbm-pim" protocol go to the row after the weights
             used += result_rows(spec)
         if used and self.base_row + used > spec.org.rows:
@@ -1093,7 +1098,7 @@ class PimDevice:
                                     <= low[:, None, None, None])
                 seg = np.where(dead, _NO_HIST, seg - start).reshape(nch, -1)
                 cols.append(seg if lv == 0 else pcs(seg.reshape(nch, npc, -1)))
-        for k in ("open_row", "ab_row", "n_open"):
+        for k in ("open_row", "ab_row", "sb_row", "n_open"):
             cols.append(pcs(st[k].reshape(lay["n_buffers"], nch, npc, -1).transpose(1, 2, 0, 3)))
         cols.append(pcs(due - start))
         cols.append(pcs(st["ref_rr"].reshape(nch, npc)))
@@ -1391,7 +1396,7 @@ def _normalise(state: dict, lay: dict, base: int, sim: int, max_lat: int) -> dic
             hist.append(np.where(dead, _NO_HIST, seg - base))
     out["ready"] = ready
     out["hist"] = hist
-    for k in ("open_row", "ab_row", "n_open"):
+    for k in ("open_row", "ab_row", "sb_row", "n_open"):
         out[k] = state[k].reshape(lay["n_buffers"], nch, -1)[:, :sim].copy()
     out["ref_due"] = state["ref_due"].reshape(nch, npc)[:sim] - base
     out["ref_rr"] = state["ref_rr"].reshape(nch, npc)[:sim].copy()
@@ -1418,7 +1423,7 @@ def _denormalise(norm: dict, state: dict, lay: dict, base: int, sim: int) -> Non
             h = norm["hist"][i]
             seg[:sim] = np.where(h == _NO_HIST, -1, h + base)
             i += 1
-    for k in ("open_row", "ab_row", "n_open"):
+    for k in ("open_row", "ab_row", "sb_row", "n_open"):
         state[k].reshape(lay["n_buffers"], nch, -1)[:, :sim] = norm[k]
     npc = lay["pcs_per_channel"]
     state["ref_due"].reshape(nch, npc)[:sim] = norm["ref_due"] + base

@@ -25,12 +25,13 @@ __all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "ge
 # Presets
 # --------------------------------------------------------------------------------------------
 
-_HBM3_BUS = {"ACT": 1.5, "ACTAB": 1.5, "PRE": 0.5, "PREA": 0.5, "PREAB": 0.5,
-             "REFab": 0.5, "REFpb": 0.5}
+_HBM3_BUS = {"ACT": 1.5, "ACTAB": 1.5, "ACTSB": 1.5, "PRE": 0.5, "PREA": 0.5, "PREAB": 0.5,
+             "PRESB": 0.5, "REFab": 0.5, "REFpb": 0.5}
 """HBM3 command-bus occupancy in CK: ACT is R-F-R = 1.5 CK, other row commands half a CK,
-column commands 1 CK (Ramulator 2.1 hbm3.py ``command_cycles``)."""
+column commands 1 CK (Ramulator 2.1 hbm3.py ``command_cycles``); the PIM activates and
+precharges as the ones they extend."""
 
-_HBM2_BUS = {"ACT": 2.0, "ACTAB": 2.0}
+_HBM2_BUS = {"ACT": 2.0, "ACTAB": 2.0, "ACTSB": 2.0}
 """HBM2 row commands: ACT takes 2 CK on the row bus (Ramulator 2.1 hbm2.py; AttAcc
 HBM3-PIM.cpp "2-cycle ACT command")."""
 
@@ -329,7 +330,10 @@ def _duplex_logic_pim() -> DramSpec:
         vectors_per_read=8,
         # the logic-die softmax unit (4_contribution-1.tex:107-109; 1.64 mm2, 128 KB buffers):
         # its rate is not given, AttAcc's PIM_SFM rate is used ⚠
-        softmax_per_ck=8)
+        softmax_per_ck=8,
+        # bank bundles (4_contribution-1.tex:73-80, 93-96): Logic-PIM reads one bundle at a
+        # time, so the others can switch rows meanwhile; a bundle per SID (rank) here ⚠
+        bundles=2)
     return DramSpec(
         name="duplex-logic-pim",
         description="Duplex Logic-PIM (HBM3 5.2 Gb/s, 5 stacks): logic-die GEMM modules at 4x "
@@ -356,6 +360,13 @@ def _duplex_logic_pim() -> DramSpec:
             "pim.softmax_per_ck": "softmax unit on the logic die (4_contribution-1.tex:107-109);"
                                   " rate ⚠ AttAcc's PIM_SFM (8 scores per CK per PC)",
             "pim.adder_tree": "GEMM modules reduce on the logic die",
+            "pim.bundles": "bank bundles (4_contribution-1.tex:73-80, 93-96: 'each group of "
+                           "eight banks operate as one unit, which we refer to as bank bundle'; "
+                           "'four bank bundles, organized into two ranks'): the PUs read one "
+                           "bundle at a time and the others switch rows meanwhile; ⚠ one "
+                           "bundle per SID (rank, 16 banks) instead of Duplex's two per rank: "
+                           "the same overlap of a bundle's row switch (nRTP + nRP + nRCD = 46 "
+                           "CK) behind the other's stream (64 MACs x nCCDAB = 256 CK)",
         },
     )
 
@@ -369,7 +380,8 @@ def _b200_logic_pim() -> DramSpec:
                      nMACRD=base.timing.nCCDL)  # ⚠ assumption: one tCCD_L pipeline drain
     pim = PimConfig(banks_per_pu=4, lanes=16, dtype_bytes=2, gbuf_bytes=8192,
                     dual_row_buffer=True, pu_dtype="bf16", vectors_per_read=8,
-                    softmax_per_ck=8)  # Logic-PIM's softmax unit, AttAcc's rate ⚠
+                    softmax_per_ck=8,  # Logic-PIM's softmax unit, AttAcc's rate ⚠
+                    bundles=2)  # Logic-PIM's bank bundles, one per SID (as duplex-logic-pim)
     return DramSpec(
         name="b200-logic-pim",
         description="Duplex-style Logic-PIM on B200 HBM3E (8 stacks): 8 PUs of 4 banks per PC, "
@@ -386,6 +398,7 @@ def _b200_logic_pim() -> DramSpec:
                         ".tex:137-143), scaled to HBM3E ⚠",
             "nMACRD": "⚠ assumption: one tCCD_L pipeline drain",
             "pim.modes": "none",
+            "pim.bundles": "as duplex-logic-pim: one bank bundle per SID, read one at a time",
         },
     )
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from sieve.dram.commands import (
+    BUNDLE_COMMANDS,
     BUS_COL,
     BUS_ROW,
     COMMAND_INDEX,
@@ -228,6 +229,11 @@ class PimConfig:
     # Scores one PC's softmax unit normalises per CK (AttAcc's buffer-die SFM, Duplex's
     # logic-die softmax unit); 0 = no unit: attention reads every score back for a GPU softmax.
     softmax_per_ck: int = 0
+    # Bank bundles the PUs read one at a time: 1 = every bank of the PC at once (ACTAB /
+    # MACAB / PREAB, AttAcc's all-bank commands); n > 1 (= org.sids) = the banks of one SID
+    # form a bundle (Duplex Logic-PIM's bank bundles), addressed by ACTSB / MACSB / PRESB, a
+    # kernel's rows striped over the bundles so one bundle switches rows while another streams.
+    bundles: int = 1
 
     def pus_per_pc(self, org: DramOrg) -> int:
         return org.banks_per_pc // self.banks_per_pu
@@ -274,6 +280,22 @@ class DramSpec:
         return per_mac / (self.timing.nCCDAB * self.tCK_ns) * self.org.total_pseudochannels
 
     @property
+    def pim_mac_command(self) -> str:
+        """The PIM MAC command of this spec: MACAB (every bank at once) or MACSB (bank
+        bundles, ``pim.bundles`` > 1); "" without PIM units."""
+        if self.pim is None:
+            return ""
+        return "MACSB" if self.pim.bundles > 1 else "MACAB"
+
+    @property
+    def pim_row_bursts(self) -> int:
+        """Bursts one PU reads from one activated row: its banks' columns, of one bundle when
+        the PUs read bank bundles (``pim.bundles``)."""
+        if self.pim is None:
+            return 0
+        return self.pim.banks_per_pu * self.org.columns // self.pim.bundles
+
+    @property
     def pim_peak_tflops(self) -> float:
         """Peak PIM throughput: 2 FLOP per weight element and vector fed at the internal
         bandwidth (``vectors_per_read`` vectors per read)."""
@@ -296,6 +318,10 @@ class DramSpec:
         names = tuple(c.name for c in COMMANDS)
         if self.pim is None:
             names = tuple(n for n in names if n not in PIM_COMMANDS)
+        elif self.pim.bundles == 1:
+            names = tuple(n for n in names if n not in BUNDLE_COMMANDS)
+        else:  # bundled rows: the PUs never read every bank at once
+            names = tuple(n for n in names if n != "MACAB")
         return names
 
     def bus_ticks(self, cmd: str) -> int:
@@ -434,6 +460,7 @@ class DramSpec:
             "nREFI": int(t.nREFI * tpc),
             "nREFIpb": int(t.nREFIpb * tpc),
             "refresh_perbank": int(self.refresh == "perbank"),
+            "bundles": int(self.pim.bundles) if pim_on else 1,
         }
 
     # ---- validation and overrides ----------------------------------------------------------
@@ -555,6 +582,19 @@ class DramSpec:
                 raise ConfigError(f"{who}: pim.park and pim.crf_bursts are part of the "
                                   f"'hbm-pim' mode protocol; set pim.modes=hbm-pim or leave "
                                   f"them false / 0")
+            check_int(who, "pim.bundles", p.bundles, lo=1, hi=self.org.sids)
+            if p.bundles > 1:
+                if p.bundles != self.org.sids:
+                    raise ConfigError(f"{who}: pim.bundles must be 1 (all banks at once) or "
+                                      f"org.sids ({self.org.sids}: one bundle per SID), got "
+                                      f"{p.bundles}")
+                if p.banks_per_pu % p.bundles:
+                    raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must be a "
+                                      f"multiple of pim.bundles ({p.bundles}): a PU reads the "
+                                      f"same number of banks in every bundle")
+                if p.modes != "none":
+                    raise ConfigError(f"{who}: pim.bundles > 1 needs pim.modes 'none' (the "
+                                      f"mode protocol switches every bank at once)")
             if self.org.banks_per_pc % p.banks_per_pu:
                 raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must divide the "
                                   f"{self.org.banks_per_pc} banks of a pseudo-channel")
@@ -662,6 +702,9 @@ class DramSpec:
                  "input vectors one column read feeds (GQA group, skinny GEMM tokens)"),
                 ("pim.softmax_per_ck", str(p.softmax_per_ck),
                  "scores a PC's softmax unit handles per CK (0: softmax on the GPU)"),
+                ("pim.bundles", str(p.bundles),
+                 "bank bundles read one at a time (1: every bank at once; n: one per SID, "
+                 "rows switched behind the other bundles' streams)"),
                 ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
                  f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
                  "external"),

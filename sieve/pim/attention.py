@@ -293,10 +293,11 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             # pack the group's slices from row 0; wrap to row 0 (rows then shared, an
             # approximation) rather than split a kernel across the end of the bank
             nonlocal row
-            if row + kernel.rows_used > n_rows:
+            used = kernel.dram_rows(spec.pim.bundles)
+            if row + used > n_rows:
                 row = 0
             out = _at_row(kernel, row)
-            row += kernel.rows_used
+            row += used
             return out
 
         for s in ss:

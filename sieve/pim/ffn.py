@@ -156,7 +156,8 @@ def ffn_layouts(spec: DramSpec | str, shape: FfnShape, n_pcs: int | None = None,
 
 
 def _rows(lay: GemvLayout) -> int:
-    return lay.kernel.n_chunks * lay.kernel.rows_per_chunk
+    """DRAM rows per bank of one GEMV's weights (striped over bank bundles, if any)."""
+    return -(-(lay.kernel.n_chunks * lay.kernel.rows_per_chunk) // lay.bundles)
 
 
 def _act_bytes(gu: GemvLayout, shape: FfnShape) -> int:

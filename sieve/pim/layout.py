@@ -69,6 +69,12 @@ class GemvLayout:
     out_bytes: int  # bytes per result element read back
     lane_partials: int = 1  # values read back per output row and PC: 1 with a PU adder
     #                         tree, else the PU's lanes (spec.pim.adder_tree)
+    bundles: int = 1  # bank bundles the kernel's rows are striped over (spec.pim.bundles)
+
+    @property
+    def dram_rows(self) -> int:
+        """DRAM rows per bank the kernel's weights occupy (:meth:`GemvKernel.dram_rows`)."""
+        return self.kernel.dram_rows(self.bundles)
 
     @property
     def padding(self) -> float:
@@ -140,18 +146,20 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     n_chunks = math.ceil(segs_pc / gbuf_segs)
     segs_chunk = math.ceil(segs_pc / n_chunks)
     macs_chunk = rows_pu * segs_chunk  # bursts per PU per chunk, row segments whole bursts
-    row_cap = p.banks_per_pu * o.columns  # bursts one PU reads from one activated row
+    row_cap = spec.pim_row_bursts  # bursts one PU reads from one activated (bundle) row
     rows_per_chunk = math.ceil(macs_chunk / row_cap)
     macs_per_row = math.ceil(macs_chunk / rows_per_chunk)
     # without an adder tree a PU's lane-wise MACs leave one partial sum per lane and row
     # (Samsung's GRF_B, added up by the host: PIMSimulator GEMV + Burst::fp16AdderTree)
     partials = 1 if p.adder_tree else p.lanes
     n_res = math.ceil(rows_pc * partials * out_bytes / o.access_bytes)
-    # + the row after the weights that an "hbm-pim" protocol writes GRF_B to
-    if base_row + n_chunks * rows_per_chunk + result_rows(spec) > o.rows:
+    # + the row after the weights that an "hbm-pim" protocol writes GRF_B to; bundled rows
+    # are striped over the bundles
+    dram_rows = -(-(n_chunks * rows_per_chunk) // p.bundles)
+    if base_row + dram_rows + result_rows(spec) > o.rows:
         raise ConfigError(
             f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
-            f"column group(s) needs {n_chunks * rows_per_chunk} rows of every bank from row "
+            f"column group(s) needs {dram_rows} rows of every bank from row "
             f"{base_row}; a bank of {spec.name} has {o.rows} rows")
     kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
                         rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
@@ -163,7 +171,7 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
         cols_per_pc=segs_pc * elems, rows_per_pu=rows_pu, chunk_elems=segs_chunk * elems,
         weight_bytes=out_rows * in_cols * wb, padded_weight_bytes=padded,
         readback_bytes=n_pcs * n_res * o.access_bytes, out_bytes=out_bytes,
-        lane_partials=partials)
+        lane_partials=partials, bundles=p.bundles)
 
 
 def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
@@ -183,8 +191,11 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
     io = kernel.n_vectors * (kernel.n_chunks * kernel.gw_per_chunk * gw
                              + kernel.n_res * max(t.nCCDS, t.nBL))
     per_pass = kernel.n_chunks * (t.nCWL + t.nBL) + t.nMACRD
-    if n_rows == 1:  # the row stays open across passes
-        macs = passes * kernel.macs_per_row * t.nCCDAB + t.nRCDRD
+    nb = spec.pim.bundles if spec.pim is not None else 1
+    if n_rows <= nb:  # the row (one per bundle) stays open across passes
+        macs = passes * n_rows * kernel.macs_per_row * t.nCCDAB + t.nRCDRD
+    elif nb > 1:  # a bundle switches rows while the others stream theirs
+        macs = passes * n_rows * max(kernel.macs_per_row * t.nCCDAB, row / nb)
     else:
         macs = passes * n_rows * row
     ck = io + passes * per_pass + macs + t.nCL + t.nBL

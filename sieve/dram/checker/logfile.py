@@ -56,9 +56,9 @@ MAX_LOG_TICK = 1 << 62
 def normalise(log: np.ndarray) -> np.ndarray:
     """Set the fields a command does not use to -1 (see the module docstring); in place."""
     cmd = log["cmd"].astype(np.int64)
-    pc_scope = _SCOPE[cmd] < LEVEL_INDEX["bank"]
-    for f in ("sid", "bg", "bank"):
-        log[f][pc_scope] = -1
+    for lv, f in ((LEVEL_INDEX["sid"], "sid"), (LEVEL_INDEX["bankgroup"], "bg"),
+                  (LEVEL_INDEX["bank"], "bank")):
+        log[f][_SCOPE[cmd] < lv] = -1  # below the command's scope
     log["col"][~_IS_COL[cmd]] = -1
     log["row"][~_HAS_ROW[cmd]] = -1
     return log

@@ -47,7 +47,8 @@ def _needs(spec: DramSpec) -> np.ndarray:
     needs = np.zeros((len(COMMANDS), len(_ADDR_FIELDS)), dtype=bool)
     for i, c in enumerate(COMMANDS):
         needs[i, :2] = True
-        needs[i, 2:5] = LEVEL_INDEX[c.scope] >= LEVEL_INDEX["bank"]
+        for j, lv in enumerate(("sid", "bankgroup", "bank")):
+            needs[i, 2 + j] = LEVEL_INDEX[c.scope] >= LEVEL_INDEX[lv]
         needs[i, 5] = c.kind in _ROW_KINDS
         needs[i, 6] = c.bus == BUS_COL
     return needs

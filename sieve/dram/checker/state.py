@@ -2,17 +2,19 @@
 
 Each bank has one row buffer per buffer kind (two with PIM dual row buffers, else one shared
 buffer). The state of a bank buffer before a command is fixed by the most recent *setter* of
-that buffer: a bank-scope setter (ACT opens ``row``; PRE, RDA, WRA close) or a pseudo-channel
-setter of its PC (ACTAB opens ``row`` in every bank; PREA/PREAB close every bank). The later of
-the two wins; no setter at all means closed. Checks (ACT needs closed, RD/WR need ``row`` open,
-REFpb/REFab need closed in every buffer, ACTAB needs every bank closed, MACAB needs every bank
-open at ``row``) then compare that state with the requirement, all with searchsorted over keys
-``id * (n + 1) + position``. A setter's effect applies even when its own check failed.
+that buffer: a bank-scope setter (ACT opens ``row``; PRE, RDA, WRA close), a SID setter of its
+SID (a PIM bank bundle: ACTSB opens ``row`` in every bank of the SID, PRESB closes them) or a
+pseudo-channel setter of its PC (ACTAB opens ``row`` in every bank; PREA/PREAB close every
+bank). The latest wins; no setter at all means closed. Checks (ACT needs closed, RD/WR need
+``row`` open, REFpb/REFab need closed in every buffer, ACTAB / ACTSB need every bank of the PC /
+SID closed, MACAB / MACSB need every bank of the PC / SID open at ``row``) then compare that
+state with the requirement, all with searchsorted over keys ``id * (n + 1) + position``. A
+setter's effect applies even when its own check failed.
 
-Pseudo-channel checks (ACTAB, MACAB, REFab) take a fast path when no bank-scope setter touched
-the PC since the PC's last PC-wide setter (the state of all its banks is then uniform); only
-the others are expanded to every bank. This module owns no timing rule and never imports the
-engine.
+PC checks (ACTAB, MACAB, REFab) and SID checks (ACTSB, MACSB) take a fast path when nothing
+below them (bank or SID setters) touched the PC or SID since its last setter of the whole (the
+state of all its banks is then uniform); only the others are expanded to every bank. This
+module owns no timing rule and never imports the engine.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = ["check_state"]
 
 _KIND = np.array([c.kind for c in COMMANDS], dtype=np.int64)
 _BANK_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["bank"] for c in COMMANDS])
+_SID_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["sid"] for c in COMMANDS])
 _NAMES = [c.name for c in COMMANDS]
 _BUFNAME = ("normal", "PIM")
 
@@ -69,12 +72,16 @@ class _Setters:
         return np.where(has, self.pos[rc], -1), np.where(has, self.value[rc], -1)
 
 
-def _state_of_banks(bank_set: _Setters, pc_set: _Setters, banks, pcs, pos):
-    """(open row or -1, setter position or -1) of each bank buffer just before ``pos``."""
+def _state_of_banks(bank_set: _Setters, sid_set: _Setters, pc_set: _Setters, banks, sids,
+                    pcs, pos):
+    """(open row or -1, setter position or -1) of each bank buffer just before ``pos``: the
+    latest of its bank's, its SID's (bank bundles) and its PC's setters."""
     bp, bv = bank_set.last(banks, pos)
+    sp, sv = sid_set.last(sids, pos)
     pp, pv = pc_set.last(pcs, pos)
-    use_bank = bp > pp
-    return np.where(use_bank, bv, pv), np.where(use_bank, bp, pp)
+    val, at = np.where(sp > pp, sv, pv), np.maximum(sp, pp)
+    use_bank = bp > at
+    return np.where(use_bank, bv, val), np.where(use_bank, bp, at)
 
 
 def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
@@ -85,14 +92,17 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     stride = n + 1
     org = spec.org
     bpp = org.banks_per_pc
+    bps = org.bankgroups * org.banks  # banks of one SID (a PIM bank bundle)
     bufs = command_buffers(spec)
     nbuf = int(bufs.max()) + 1
     cmd = np.where(v.valid, v.cmd, 0)
     kind = np.where(v.valid, _KIND[cmd], -1)
     bank_scope = _BANK_SCOPE[cmd] & v.valid
-    pc_scope = ~_BANK_SCOPE[cmd] & v.valid
+    sid_scope = _SID_SCOPE[cmd] & v.valid
+    pc_scope = ~_BANK_SCOPE[cmd] & ~_SID_SCOPE[cmd] & v.valid
     buf = bufs[cmd]
-    bank_id, pc_id = v.node[4], v.node[1]
+    bank_id, sid_id, pc_id = v.node[4], v.node[2], v.node[1]
+    sid_of_bank = np.where(bank_scope, bank_id // bps, -1)
     pos_all = np.arange(n, dtype=np.int64)
     opens = kind == KIND_OPEN
     closes = (kind == KIND_CLOSE) | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)
@@ -102,22 +112,62 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     for b in range(nbuf):
         in_buf = buf == b
         bset = bank_scope & in_buf & (opens | closes)
+        sset = sid_scope & in_buf & (opens | closes)
         pset = pc_scope & in_buf & (opens | closes)
         bank_set = _Setters(bank_id[bset], pos_all[bset], value[bset], stride)
+        sid_set = _Setters(sid_id[sset], pos_all[sset], value[sset], stride)
         pc_set = _Setters(pc_id[pset], pos_all[pset], value[pset], stride)
-        # bank setters keyed by their PC, for "did any bank change since the PC-wide setter"
-        bset_pc = np.sort(pc_id[bset] * stride + pos_all[bset])
+        # setters below the PC keyed by their PC, and bank setters keyed by their SID, for
+        # "did any part change since the last setter of the whole"
+        sub_pc = np.sort(np.concatenate([pc_id[bset] * stride + pos_all[bset],
+                                         (sid_id[sset] // org.sids) * stride + pos_all[sset]]))
+        bank_sid = np.sort(sid_of_bank[bset] * stride + pos_all[bset])
+
+        def state(banks, sids, pcs, pos, sets=(bank_set, sid_set, pc_set)):
+            return _state_of_banks(*sets, banks, sids, pcs, pos)
 
         # ---- bank-scope checks: OPEN (closed), column access (row open), REFpb (closed) ----
         bchk = bank_scope & (((kind == KIND_OPEN) | (kind == KIND_READ) | (kind == KIND_WRITE)
                               | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)) & in_buf
                              | (kind == KIND_REFRESH))
         p = pos_all[bchk]
-        st, setter = _state_of_banks(bank_set, pc_set, bank_id[p], pc_id[p], p)
+        st, setter = state(bank_id[p], sid_of_bank[p], pc_id[p], p)
         k = kind[p]
         need_open = (k != KIND_OPEN) & (k != KIND_REFRESH)
         bad = np.where(need_open, st != v.row[p], st != -1)
         _report_bank(out, v, p[bad], st[bad], setter[bad], need_open[bad], b, tick_req)
+
+        # ---- SID-scope checks (bank bundles): ACTSB needs the SID's banks closed, MACSB
+        # open at row ----
+        qchk = sid_scope & ((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf
+        p = pos_all[qchk]
+        if p.size:
+            sids = sid_id[p]
+            pcs = sids // org.sids
+            want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
+            ssp, ssv = sid_set.last(sids, p)
+            psp, psv = pc_set.last(pcs, p)
+            sp, sv = np.maximum(ssp, psp), np.where(ssp > psp, ssv, psv)
+            lo = np.searchsorted(bank_sid, sids * stride + sp + 1, side="left")
+            hi = np.searchsorted(bank_sid, sids * stride + p, side="left")
+            uniform = hi == lo
+            bad_u = uniform & (sv != want)
+            _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
+                       np.full(int(bad_u.sum()), -1), b, tick_req, unit="SID")
+            slow = np.flatnonzero(~uniform)
+            if slow.size:
+                ps = np.repeat(p[slow], bps)
+                banks = (np.repeat(sids[slow] * bps, bps)
+                         + np.tile(np.arange(bps), slow.size))
+                st, setter = state(banks, np.repeat(sids[slow], bps),
+                                   np.repeat(pcs[slow], bps), ps)
+                wrong = (st != np.repeat(want[slow], bps)).reshape(slow.size, bps)
+                anyw = wrong.any(axis=1)
+                first = wrong.argmax(axis=1)
+                sel = np.flatnonzero(anyw)
+                flat = sel * bps + first[sel]
+                _report_pc(out, v, p[slow][sel], want[slow][sel], st[flat], setter[flat],
+                           first[sel], b, tick_req, unit="SID")
 
         # ---- PC-scope checks: ACTAB / REFab need all closed, MACAB needs all open at row ----
         pchk = pc_scope & ((((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf)
@@ -128,8 +178,8 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         pcs = pc_id[p]
         want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
         sp, sv = pc_set.last(pcs, p)
-        lo = np.searchsorted(bset_pc, pcs * stride + sp + 1, side="left")
-        hi = np.searchsorted(bset_pc, pcs * stride + p, side="left")
+        lo = np.searchsorted(sub_pc, pcs * stride + sp + 1, side="left")
+        hi = np.searchsorted(sub_pc, pcs * stride + p, side="left")
         uniform = hi == lo
         bad_u = uniform & (sv != want)
         _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
@@ -138,7 +188,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         if slow.size:
             ps = np.repeat(p[slow], bpp)
             banks = np.repeat(pcs[slow] * bpp, bpp) + np.tile(np.arange(bpp), slow.size)
-            st, setter = _state_of_banks(bank_set, pc_set, banks, np.repeat(pcs[slow], bpp), ps)
+            st, setter = state(banks, banks // bps, np.repeat(pcs[slow], bpp), ps)
             wrong = (st != np.repeat(want[slow], bpp)).reshape(slow.size, bpp)
             anyw = wrong.any(axis=1)
             first = wrong.argmax(axis=1)
@@ -173,11 +223,13 @@ def _report_bank(out, v, p, st, setter, need_open, b, tick_req) -> None:
                         v.tick[pm], tick_req[pm], a=st[m], b=v.row[pm])
 
 
-def _report_pc(out, v, p, want, st, setter, bank, b, tick_req) -> None:
-    """Report PC-wide checks; ``bank`` is the first offending bank in the PC (-1: all)."""
+def _report_pc(out, v, p, want, st, setter, bank, b, tick_req, unit: str = "PC") -> None:
+    """Report checks of every bank of a PC (``unit`` "PC") or of a SID (a PIM bank bundle,
+    "SID"); ``bank`` is the first offending bank in it (-1: all)."""
     if p.size == 0:
         return
     bank = np.asarray(bank)
+    whole = "pseudo-channel" if unit == "PC" else "SID"
     for c in np.unique(v.cmd[p]):
         name = _NAMES[c]
         need = (f"{name} row {{b}} needs every bank open at that row" if _KIND[c] == KIND_MAC
@@ -187,7 +239,7 @@ def _report_pc(out, v, p, want, st, setter, bank, b, tick_req) -> None:
                 m = (v.cmd[p] == c) & ((st == -1) == closed) & ((bank == -1) == uniform)
                 if not m.any():
                     continue
-                who = "every bank of the pseudo-channel" if uniform else "bank {c} of the PC"
+                who = f"every bank of the {whole}" if uniform else f"bank {{c}} of the {unit}"
                 state = "is closed" if closed else "has row {a} open"
                 text = f"{need} in the {_BUFNAME[b]} buffer; {who} {state}"
                 pm = p[m]
