@@ -378,12 +378,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     import json
 
     from sieve.dram import presets as specs
-    from sieve.dram.checker import check_log, read_command_log
+    from sieve.dram.checker import check_log_file
 
     spec = specs.get_spec(args.spec, _parse_overrides(args.set))
-    log = read_command_log(args.files, spec, ticks_per_clock=args.ticks_per_clock)
-    rep = check_log(log, spec, max_reports=args.max_violations,
-                    check_refresh=not args.no_refresh_check)
+    # read and checked in chunks: bounded memory whatever the log's length
+    rep = check_log_file(args.files, spec, ticks_per_clock=args.ticks_per_clock,
+                         max_reports=args.max_violations,
+                         check_refresh=not args.no_refresh_check)
     if args.json:
         print(json.dumps({
             "files": list(args.files), "spec": spec.name, "ok": rep.ok,

@@ -13,22 +13,30 @@ from sieve.dram.checker.api import (  # noqa: F401
     CheckReport,
     Violation,
     check_log,
+    check_log_file,
     constraint_family,
     constraint_text,
     make_log,
     read_ramulator_cmd_trace,
 )
-from sieve.dram.checker.logfile import LOG_FORMATS, read_command_log, read_csv_log  # noqa: F401
+from sieve.dram.checker.logfile import (  # noqa: F401
+    LOG_FORMATS,
+    iter_command_log,
+    read_command_log,
+    read_csv_log,
+)
 
 __all__ = [
     "CheckReport",
     "LOG_DTYPE",
     "Violation",
     "check_log",
+    "check_log_file",
     "constraint_family",
     "constraint_text",
     "make_log",
     "LOG_FORMATS",
+    "iter_command_log",
     "read_command_log",
     "read_csv_log",
     "read_ramulator_cmd_trace",

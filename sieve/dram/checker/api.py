@@ -33,6 +33,13 @@ from sieve.dram.checker.ramulator import read_ramulator_cmd_trace
 from sieve.dram.checker.rules import address_validity, check_address, check_alignment, check_order
 from sieve.dram.checker.rules import check_refresh as _check_refresh
 from sieve.dram.checker.state import check_state
+from sieve.dram.checker.stream import (
+    CHUNK,
+    NotStreamable,
+    array_chunks,
+    check_chunks,
+    streamable,
+)
 from sieve.dram.checker.timing import check_timing, constraint_family, constraint_text
 from sieve.dram.commands import COMMAND_INDEX, COMMANDS
 from sieve.dram.log import LOG_DTYPE
@@ -45,6 +52,7 @@ __all__ = [
     "CheckReport",
     "Violation",
     "check_log",
+    "check_log_file",
     "constraint_family",
     "constraint_text",
     "make_log",
@@ -177,7 +185,8 @@ def _validate(log: object) -> np.ndarray:
 
 
 def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None = None,
-              check_refresh: bool = True, check_modes: bool = True) -> CheckReport:
+              check_refresh: bool = True, check_modes: bool = True,
+              chunk: int | None = None) -> CheckReport:
     """Check a command log against a spec and report every violated constraint.
 
     Args:
@@ -189,6 +198,10 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
         check_modes: replay the PIM mode protocol (rule 6, specs with ``pim.modes =
             "hbm-pim"``); turn off for excerpts and hand-made logs of PIM commands that do
             not follow the protocol (timing and state rules are unchanged).
+        chunk: check in chunks of this many records (:mod:`sieve.dram.checker.stream`; the
+            same verdicts, the rules' arrays the size of a chunk); None: chunks of
+            :data:`~sieve.dram.checker.stream.CHUNK` for a longer log; 0: the whole log at
+            once. A log whose channels are not in issue order is checked whole.
 
     Returns:
         A :class:`CheckReport`.
@@ -207,7 +220,25 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
                                     or max_reports < 0):
         raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
                           f"{max_reports!r}")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(
+            chunk, (int, np.integer)) or chunk < 0):
+        raise ConfigError(f"checker: chunk must be an int >= 0 or None, got {chunk!r}")
     log = _validate(log)
+    size = CHUNK if chunk is None else int(chunk)
+    if size and len(log) > size and streamable(spec, check_modes):
+        try:  # in chunks: the rules' arrays stay the size of a chunk
+            res = check_chunks(array_chunks(log, size), spec,
+                               check_refresh_rule=check_refresh)
+            return _report(res.kinds, res.arrays(), res.n_commands, res.n_checked_pairs,
+                           spec, max_reports)
+        except NotStreamable:
+            pass  # a channel out of issue order: checked whole below
+    return _check_whole(log, spec, max_reports, check_refresh, check_modes)
+
+
+def _check_whole(log: np.ndarray, spec: DramSpec, max_reports: int | None,
+                 check_refresh: bool, check_modes: bool) -> CheckReport:
+    """Every rule over the whole (validated) log at once."""
     valid, enabled, bad_field = address_validity(log, spec)
     view = LogView.build(log, valid, level_counts(spec))
     out = Collector()
@@ -220,29 +251,83 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
         _check_modes(view, spec, out)
     if check_refresh:
         _check_refresh(spec, view, out)
-    return _report(out, view, spec, max_reports)
+    code, pos, prev, ch, tick, req, a, b, c = out.arrays()
+    has = pos >= 0
+    pc = np.maximum(pos, 0)
+    index = np.where(has, view.order[pc], -1) if view.n else pos
+    seq = np.where(has, view.seq[pc], -1) if view.n else pos
+    return _report(out.kinds, (code, index, prev, ch, tick, req, a, b, c, seq), view.n,
+                   out.n_checked_pairs, spec, max_reports)
 
 
-def _report(out: Collector, v: LogView, spec: DramSpec, max_reports: int | None
-            ) -> CheckReport:
-    code, pos, prev, _, tick, req, a, b, c = out.arrays()
+def check_log_file(paths, spec: DramSpec | str, *, max_reports: int | None = None,
+                   check_refresh: bool = True, check_modes: bool = True,
+                   ticks_per_clock: int | None = None, chunk: int | None = None
+                   ) -> CheckReport:
+    """Check a command-log file (or the per-channel files of one run) in chunks, in bounded
+    memory (:mod:`sieve.dram.checker.stream`): the verdicts of :func:`check_log` on the whole
+    log. Formats as :func:`sieve.dram.checker.read_command_log`; a log whose channels are not
+    in issue order, or a spec with a PIM mode protocol, is read and checked whole.
+
+    Raises:
+        TraceFormatError: one message naming the file (and line) of the first problem.
+        ConfigError: an unknown spec, bad ``max_reports`` or ``chunk``.
+    """
+    from sieve.dram.checker.logfile import iter_command_log, read_command_log
+
+    spec = get_spec(spec) if isinstance(spec, str) else spec
+    if not isinstance(spec, DramSpec):
+        raise ConfigError(f"checker: spec must be a DramSpec or preset name, got "
+                          f"{type(spec).__name__}")
+    spec.validate()
+    if max_reports is not None and (not isinstance(max_reports, (int, np.integer))
+                                    or max_reports < 0):
+        raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
+                          f"{max_reports!r}")
+    size = CHUNK if chunk is None else chunk
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ConfigError(f"checker: chunk must be an int >= 1, got {chunk!r}")
+    if streamable(spec, check_modes):
+        try:
+            res = check_chunks((_validate(c) for c in iter_command_log(
+                paths, spec, ticks_per_clock=ticks_per_clock, chunk=int(size))), spec,
+                check_refresh_rule=check_refresh)
+            if res.n_commands:
+                return _report(res.kinds, res.arrays(), res.n_commands,
+                               res.n_checked_pairs, spec, max_reports)
+        except NotStreamable:
+            pass
+    log = read_command_log(paths, spec, ticks_per_clock=ticks_per_clock)
+    return _check_whole(_validate(log), spec, max_reports, check_refresh, check_modes)
+
+
+def _report(kinds: list[tuple[str, str]], cols: tuple[np.ndarray, ...], n_commands: int,
+            n_checked_pairs: int, spec: DramSpec, max_reports: int | None) -> CheckReport:
+    """The report of violation columns (code, log index, previous index, channel, tick,
+    required tick, a, b, c, seq of the command), sorted by (channel, tick, seq) of the
+    offending command and then by kind."""
+    code, index, prev, ch, tick, req, a, b, c, seq = cols
+    rank = np.empty(max(len(kinds), 1), dtype=np.int64)
+    rank[np.argsort(np.array([f"{f}\x00{t}" for f, t in kinds] or [""]), kind="stable")] = \
+        np.arange(max(len(kinds), 1))
+    o = np.lexsort((rank[code] if code.size else code, seq, tick, ch))
+    code, index, prev, tick, req, a, b, c = (x[o] for x in (code, index, prev, tick, req, a,
+                                                             b, c))
     counts = Counter()
     for k, cnt in zip(*np.unique(code, return_counts=True)):
-        counts[out.kinds[k][0]] += int(cnt)
+        counts[kinds[k][0]] += int(cnt)
     keep = code.size if max_reports is None else min(code.size, int(max_reports))
-    index = np.where(pos[:keep] >= 0, v.order[np.maximum(pos[:keep], 0)], -1)
-    cols = [x.tolist() for x in (code[:keep], index, prev[:keep], tick[:keep], req[:keep],
-                                 a[:keep], b[:keep], c[:keep])]
+    cols = [x[:keep].tolist() for x in (code, index, prev, tick, req, a, b, c)]
     texts: dict[tuple[int, int, int, int], str] = {}
     vs = []
     for k, i, p, t, r, aa, bb, cc in zip(*cols):
         key = (k, aa, bb, cc)
         text = texts.get(key)
         if text is None:
-            text = texts[key] = out.kinds[k][1].format(a=aa, b=bb, c=cc)
-        vs.append(Violation(out.kinds[k][0], i, p, t, r, text))
-    return CheckReport(violations=vs, n_violations=int(code.size), n_commands=v.n,
-                       n_checked_pairs=out.n_checked_pairs, spec_name=spec.name,
+            text = texts[key] = kinds[k][1].format(a=aa, b=bb, c=cc)
+        vs.append(Violation(kinds[k][0], i, p, t, r, text))
+    return CheckReport(violations=vs, n_violations=int(code.size), n_commands=n_commands,
+                       n_checked_pairs=n_checked_pairs, spec_name=spec.name,
                        family_counts=dict(counts))
 
 

@@ -61,14 +61,21 @@ class LogView:
     valid: np.ndarray
     node: list[np.ndarray]
     counts: np.ndarray
+    focus: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return int(self.order.size)
 
     @classmethod
-    def build(cls, log: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> LogView:
-        """Sort ``log`` by (ch, tick, seq) and derive node ids (``valid`` is in log order)."""
+    def build(cls, log: np.ndarray, valid: np.ndarray, counts: np.ndarray,
+              focus_from: int = 0) -> LogView:
+        """Sort ``log`` by (ch, tick, seq) and derive node ids (``valid`` is in log order).
+
+        ``focus_from``: records before this log index are context only (the commands carried
+        over from earlier chunks of a streamed log, :mod:`sieve.dram.checker.stream`): rules
+        look them up as preceding commands and setters but report nothing of their own;
+        ``focus[pos]`` marks the others."""
         ch = log["ch"].astype(np.int64)
         tick = log["tick"].astype(np.int64)
         seq = log["seq"].astype(np.int64)
@@ -84,7 +91,8 @@ class LogView:
             if lv > 0:
                 cur = cur * counts[lv] + cols[fields[lv]]
             nodes.append(np.where(ok & (scope >= lv), cur, -1))
-        return cls(order=order, valid=ok, node=nodes, counts=counts, **cols)
+        return cls(order=order, valid=ok, node=nodes, counts=counts, focus=order >= focus_from,
+                   **cols)
 
 
 class Collector:

@@ -17,7 +17,7 @@ row is -1 for refresh and all-bank precharge. It never imports the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ from sieve.dram.commands import BUS_COL, COMMAND_INDEX, COMMANDS, KIND_MAC, KIND
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.spec import DramSpec
 from sieve.errors import TraceFormatError
+from sieve.limits import MAX_LINE_BYTES
 
 __all__ = ["LOG_FORMATS", "read_command_log", "read_csv_log"]
 
@@ -103,88 +104,127 @@ def read_csv_log(path: str | Path, *, ticks_per_clock: int = 1) -> np.ndarray:
     Raises:
         TraceFormatError: naming the file and line of the first malformed line.
     """
+    parts = list(iter_csv_log(path, ticks_per_clock=ticks_per_clock))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def iter_csv_log(path: str | Path, *, ticks_per_clock: int = 1, chunk: int = 1 << 18
+                 ) -> Iterator[np.ndarray]:
+    """:func:`read_csv_log` a chunk of at most ``chunk`` commands at a time (``seq`` counts
+    the commands of the whole file); the file is read as it goes, never whole."""
     p = Path(path)
     who = f"command log {str(p)!r}"
-    try:
-        text = p.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(f"{who}: cannot read ({exc.strerror})") from None
-    if not text.isascii():
-        raise TraceFormatError(f"{who}: not ASCII text")
-    lines = text.decode("ascii").splitlines()
-    if not lines:
-        raise TraceFormatError(f"{who}: empty file (no commands)")
-    header = [h.strip().lower() for h in lines[0].split(",")]
-    if header[:2] != ["clock", "command"]:
-        raise TraceFormatError(f"{who} line 1: expected a header starting 'clock,command', got "
-                               f"{lines[0][:60]!r}")
-    cols = {}
-    for i, h in enumerate(header[2:], 2):
-        f = _CSV_FIELDS.get(h)
-        if f is not None:
-            if f in cols:
-                raise TraceFormatError(f"{who} line 1: column {h!r} appears twice")
-            cols[f] = i
-    need = [n for n, f in _CSV_FIELDS.items() if f != "sid" and f not in cols]
-    if need:
-        raise TraceFormatError(f"{who} line 1: missing column(s) {', '.join(need)} (expected "
-                               "clock, command, Channel, PseudoChannel, [Sid,] BankGroup, Bank, "
-                               "Row, Column, then any others)")
     tpc = int(ticks_per_clock)
     if tpc < 1:
         raise TraceFormatError(f"{who}: ticks_per_clock must be >= 1, got {ticks_per_clock}")
-    width = len(header)
-    n = len(lines) - 1
-    out = np.empty(n, dtype=LOG_DTYPE)
-    fields = [(f, cols[f]) for f in ("ch", "pc", "sid", "bg", "bank", "row", "col") if f in cols]
-    k = 0
-    names = COMMAND_INDEX
-    for lineno in range(2, n + 2):
-        line = lines[lineno - 1]
-        if not line.strip():
-            continue
-        parts = line.split(",")
-        if len(parts) != width:
-            raise TraceFormatError(f"{who} line {lineno}: {len(parts)} fields, the header has "
-                                   f"{width}")
-        name = parts[1].strip()
-        name = _ALIASES.get(name, name)
-        c = names.get(name)
-        if c is None:
-            if name in _UNMODELLED:
-                raise TraceFormatError(f"{who} line {lineno}: command {parts[1].strip()!r} is "
-                                       "not modelled by sieve (no RFM/VRR); the trace cannot "
-                                       "be checked")
-            raise TraceFormatError(f"{who} line {lineno}: unknown command {parts[1].strip()!r} "
-                                   f"(known: {', '.join(list(names) + list(_ALIASES))})")
-        try:
-            clock = int(parts[0])
-            vals = [int(parts[i]) for _, i in fields]
-        except ValueError:
-            raise TraceFormatError(f"{who} line {lineno}: clock and address fields must be "
-                                   f"integers: {line[:80]!r}") from None
-        if clock < 1:
-            raise TraceFormatError(f"{who} line {lineno}: clock {clock} < 1 (the clock counts "
-                                   "from 1)")
-        if (clock - 1) * tpc > MAX_LOG_TICK:
-            raise TraceFormatError(f"{who} line {lineno}: clock {clock} beyond "
-                                   f"{MAX_LOG_TICK // tpc + 1} (ticks are int64 and the "
-                                   "checker adds timing windows to them)")
-        if any(v < -1 or v >= 1 << 31 for v in vals):
-            raise TraceFormatError(f"{who} line {lineno}: address field out of range [-1, "
-                                   f"2**31): {line[:80]!r}")
-        rec = out[k]
-        rec["tick"] = (clock - 1) * tpc
-        rec["seq"] = k
-        rec["cmd"] = c
-        rec["sid"] = 0
-        for (f, _), v in zip(fields, vals):
-            rec[f] = v
-        k += 1
-    out = out[:k]
-    if not k:
-        raise TraceFormatError(f"{who}: no commands")
-    return normalise(out)
+    try:
+        fh = open(p, "rb")  # noqa: SIM115 - closed in the finally below, across yields
+    except OSError as exc:
+        raise TraceFormatError(f"{who}: cannot read ({exc.strerror})") from None
+    try:
+        first = fh.readline(MAX_LINE_BYTES + 1)
+        if not first:
+            raise TraceFormatError(f"{who}: empty file (no commands)")
+        if len(first) > MAX_LINE_BYTES:
+            raise TraceFormatError(f"{who} line 1: longer than {MAX_LINE_BYTES} bytes "
+                                   "(sieve.limits.MAX_LINE_BYTES)")
+        if not first.isascii():
+            raise TraceFormatError(f"{who}: not ASCII text")
+        head = first.decode("ascii").rstrip("\r\n")
+        header = [h.strip().lower() for h in head.split(",")]
+        if header[:2] != ["clock", "command"]:
+            raise TraceFormatError(f"{who} line 1: expected a header starting 'clock,command', "
+                                   f"got {head[:60]!r}")
+        cols = {}
+        for i, h in enumerate(header[2:], 2):
+            f = _CSV_FIELDS.get(h)
+            if f is not None:
+                if f in cols:
+                    raise TraceFormatError(f"{who} line 1: column {h!r} appears twice")
+                cols[f] = i
+        need = [n for n, f in _CSV_FIELDS.items() if f != "sid" and f not in cols]
+        if need:
+            raise TraceFormatError(f"{who} line 1: missing column(s) {', '.join(need)} "
+                                   "(expected clock, command, Channel, PseudoChannel, [Sid,] "
+                                   "BankGroup, Bank, Row, Column, then any others)")
+        width = len(header)
+        fields = [(f, cols[f]) for f in ("ch", "pc", "sid", "bg", "bank", "row", "col")
+                  if f in cols]
+        k = 0
+        lineno = 1
+        while True:
+            lines = []
+            for _ in range(chunk):
+                raw = fh.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    break
+                if len(raw) > MAX_LINE_BYTES:
+                    raise TraceFormatError(f"{who} line {lineno + len(lines) + 1}: longer than "
+                                           f"{MAX_LINE_BYTES} bytes (sieve.limits."
+                                           "MAX_LINE_BYTES)")
+                lines.append(raw)
+            if not lines:
+                break
+            out = np.empty(len(lines), dtype=LOG_DTYPE)
+            m = 0
+            for raw in lines:
+                lineno += 1
+                if not raw.isascii():
+                    raise TraceFormatError(f"{who} line {lineno}: not ASCII text")
+                line = raw.decode("ascii")
+                if not line.strip():
+                    continue
+                vals, c, clock = _csv_fields(who, lineno, line, width, fields)
+                if (clock - 1) * tpc > MAX_LOG_TICK:
+                    raise TraceFormatError(f"{who} line {lineno}: clock {clock} beyond "
+                                           f"{MAX_LOG_TICK // tpc + 1} (ticks are int64 and "
+                                           "the checker adds timing windows to them)")
+                rec = out[m]
+                rec["tick"] = (clock - 1) * tpc
+                rec["seq"] = k
+                rec["cmd"] = c
+                rec["sid"] = 0
+                for (f, _), v in zip(fields, vals):
+                    rec[f] = v
+                k += 1
+                m += 1
+            if m:
+                yield normalise(out[:m])
+        if not k:
+            raise TraceFormatError(f"{who}: no commands")
+    finally:
+        fh.close()
+
+
+def _csv_fields(who: str, lineno: int, line: str, width: int, fields):
+    """(address values, command id, clock) of one CSV line, or a one-line error."""
+    parts = line.rstrip("\r\n").split(",")
+    if len(parts) != width:
+        raise TraceFormatError(f"{who} line {lineno}: {len(parts)} fields, the header has "
+                               f"{width}")
+    name = parts[1].strip()
+    name = _ALIASES.get(name, name)
+    c = COMMAND_INDEX.get(name)
+    if c is None:
+        if name in _UNMODELLED:
+            raise TraceFormatError(f"{who} line {lineno}: command {parts[1].strip()!r} is "
+                                   "not modelled by sieve (no RFM/VRR); the trace cannot "
+                                   "be checked")
+        raise TraceFormatError(f"{who} line {lineno}: unknown command {parts[1].strip()!r} "
+                               f"(known: {', '.join(list(COMMAND_INDEX) + list(_ALIASES))})")
+    try:
+        clock = int(parts[0])
+        vals = [int(parts[i]) for _, i in fields]
+    except ValueError:
+        raise TraceFormatError(f"{who} line {lineno}: clock and address fields must be "
+                               f"integers: {line.strip()[:80]!r}") from None
+    if clock < 1:
+        raise TraceFormatError(f"{who} line {lineno}: clock {clock} < 1 (the clock counts "
+                               "from 1)")
+    if any(v < -1 or v >= 1 << 31 for v in vals):
+        raise TraceFormatError(f"{who} line {lineno}: address field out of range [-1, "
+                               f"2**31): {line.strip()[:80]!r}")
+    return vals, c, clock
 
 
 def _read_npy(path: Path, who: str) -> np.ndarray:
@@ -202,6 +242,85 @@ def _read_npy(path: Path, who: str) -> np.ndarray:
         raise TraceFormatError(f"{who}: ticks outside [0, {MAX_LOG_TICK}] (int64 ticks plus "
                                "the checker's timing windows must not overflow)")
     return log
+
+
+def _iter_npy(path: Path, who: str, chunk: int) -> Iterator[np.ndarray]:
+    """A ``.npy`` command log read ``chunk`` records at a time (never whole): its header
+    checked as :func:`_read_npy` checks the array, then plain reads of the records."""
+    fmt = np.lib.format
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below, across yields
+    except OSError as exc:
+        raise TraceFormatError(f"{who}: cannot read ({exc.strerror})") from None
+    try:
+        try:
+            version = fmt.read_magic(fh)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read(fh)
+        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+            raise TraceFormatError(f"{who}: not a readable .npy command log ({exc})") from None
+        if dtype.hasobject or dtype.names is None or any(f not in dtype.names
+                                                         for f in LOG_DTYPE.names):
+            raise TraceFormatError(f"{who}: expected a structured array with the fields "
+                                   f"{', '.join(LOG_DTYPE.names)} (sieve.dram.log.LOG_DTYPE), "
+                                   f"got dtype {dtype}")
+        if len(shape) != 1:
+            raise TraceFormatError(f"{who}: expected a 1-D array, got shape {shape}")
+        del fortran  # 1-D: the same bytes either way
+        left = int(shape[0])
+        names = list(LOG_DTYPE.names)
+        while left:
+            n = min(left, chunk)
+            raw = np.fromfile(fh, dtype=dtype, count=n)
+            if raw.size != n:
+                raise TraceFormatError(f"{who}: the file ends before its {shape[0]} records")
+            part = np.ascontiguousarray(raw[names]).astype(LOG_DTYPE)
+            if int(part["tick"].max()) > MAX_LOG_TICK or int(part["tick"].min()) < 0:
+                raise TraceFormatError(f"{who}: ticks outside [0, {MAX_LOG_TICK}] (int64 ticks "
+                                       "plus the checker's timing windows must not overflow)")
+            left -= n
+            yield part
+    finally:
+        fh.close()
+
+
+def iter_command_log(paths: str | Path | Sequence[str | Path], spec: DramSpec, *,
+                     ticks_per_clock: int | None = None,
+                     levels: Sequence[str] = RAMULATOR2_HBM_LEVELS,
+                     chunk: int = 1 << 18) -> Iterator[np.ndarray]:
+    """:func:`read_command_log` as consecutive chunks of at most ``chunk`` records, each file
+    read as it goes (``.npy`` and CSV; a Ramulator 2.0 trace is read whole, then cut); with
+    several files ``seq`` counts the records of all of them in file order."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+        renumber = False
+    else:
+        paths = list(paths)
+        renumber = len(paths) > 1
+    k = 0
+    for path in paths:
+        p = Path(path)
+        who = f"command log {str(p)!r}"
+        fmt = _sniff(p, who)
+        if fmt == "npy":
+            parts: Iterable[np.ndarray] = _iter_npy(p, who, chunk)
+        elif fmt == "csv":
+            parts = iter_csv_log(p, ticks_per_clock=1 if ticks_per_clock is None
+                                 else ticks_per_clock, chunk=chunk)
+        else:
+            log = read_ramulator_cmd_trace(p, spec, levels=levels,
+                                           ticks_per_clk=ticks_per_clock)
+            if not len(log):
+                raise TraceFormatError(f"{who}: no commands")
+            log = normalise(log)
+            log = np.ascontiguousarray(log[list(LOG_DTYPE.names)]).astype(LOG_DTYPE)
+            parts = (log[i:i + chunk] for i in range(0, len(log), chunk))
+        for part in parts:
+            if renumber:
+                part = part.copy()
+                part["seq"] = k + np.arange(len(part))
+            k += len(part)
+            yield part
 
 
 def read_command_log(paths: str | Path | Sequence[str | Path], spec: DramSpec, *,

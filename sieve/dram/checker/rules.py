@@ -26,6 +26,7 @@ from sieve.errors import TraceFormatError
 
 __all__ = [
     "REFRESH_POSTPONE_LIMIT",
+    "RefreshState",
     "address_validity",
     "check_address",
     "check_alignment",
@@ -79,14 +80,15 @@ def check_address(log, spec, v: LogView, enabled, bad_field, out: Collector) -> 
     inv[v.order] = np.arange(v.n)
     limits = np.concatenate([level_counts(spec), [spec.org.rows, spec.org.columns]])
     cmd = log["cmd"].astype(np.int64)
-    idx = np.flatnonzero(~enabled)
+    focus = v.focus[inv]  # in log order: records this check reports on
+    idx = np.flatnonzero(~enabled & focus)
     for c in np.unique(cmd[idx]):
         m = idx[cmd[idx] == c]
         text = (f"{_NAMES[c]} is not enabled for DRAM spec {spec.name!r} (PIM commands need a "
                 "spec with PIM units)")
         out.add(out.code("command", text), inv[m], -1, log["ch"][m], log["tick"][m],
                 log["tick"][m])
-    idx = np.flatnonzero(enabled & (bad_field >= 0))
+    idx = np.flatnonzero(enabled & (bad_field >= 0) & focus)
     for c in np.unique(cmd[idx]):
         for j in np.unique(bad_field[idx][cmd[idx] == c]):
             m = idx[(cmd[idx] == c) & (bad_field[idx] == j)]
@@ -118,6 +120,7 @@ def check_order(log: np.ndarray, v: LogView, out: Collector) -> None:
     if back.size:
         inv = np.empty(v.n, dtype=np.int64)
         inv[v.order] = np.arange(v.n)
+        back = back[v.focus[inv[o[back + 1]]]]
         f, p = o[back + 1], o[back]
         out.add(out.code("order", "issued after (in seq order) a command at tick {a}: the "
                          "engine went back in time"), inv[f], p, ch[f], tick[f], tick[p],
@@ -131,7 +134,8 @@ def check_alignment(spec: DramSpec, v: LogView, out: Collector) -> None:
         return
     col = np.array([c.bus == BUS_COL for c in COMMANDS])
     known = (v.cmd >= 0) & (v.cmd < len(COMMANDS))
-    bad = np.flatnonzero(known & col[np.where(known, v.cmd, 0)] & (v.tick % tpc != 0))
+    bad = np.flatnonzero(known & col[np.where(known, v.cmd, 0)] & (v.tick % tpc != 0)
+                         & v.focus)
     for c in np.unique(v.cmd[bad]):
         p = bad[v.cmd[bad] == c]
         text = (f"{_NAMES[c]} off a rising CK edge: column commands need tick % {tpc} == 0 "
@@ -140,22 +144,45 @@ def check_alignment(spec: DramSpec, v: LogView, out: Collector) -> None:
                 (v.tick[p] // tpc + 1) * tpc, a=v.tick[p])
 
 
-def check_refresh(spec: DramSpec, v: LogView, out: Collector) -> None:
+class RefreshState:
+    """What the refresh rule carries from one chunk of a streamed log to the next: the channels
+    seen, each channel's last tick so far, and which units have had a refresh (their last one
+    is among the carried commands; a unit without one still counts from tick 0)."""
+
+    def __init__(self, spec: DramSpec):
+        org = spec.org
+        self.per_ch = org.pseudochannels * (org.banks_per_pc if spec.refresh == "perbank"
+                                            else 1)
+        self.seen = np.zeros(org.total_channels, dtype=bool)
+        self.end = np.full(org.total_channels, -1, dtype=np.int64)
+        self.refreshed = np.zeros(org.total_channels * self.per_ch, dtype=bool)
+
+
+def check_refresh(spec: DramSpec, v: LogView, out: Collector,
+                  state: RefreshState | None = None, final: bool = True) -> None:
     """Every PC (all-bank mode) or bank (per-bank mode) of every channel in the log is refreshed
     at least every ``REFRESH_POSTPONE_LIMIT x nREFI`` ticks, from tick 0 to the channel's last
     command. Per-bank mode counts a REFab of the bank's PC as a refresh of the bank too.
+
+    A streamed log is checked chunk by chunk with one ``state``: gaps ending at a refresh of
+    the chunk (``v.focus``) are checked as they come, from the unit's last refresh (a carried
+    command) or from tick 0; gaps to each channel's last command when ``final``.
     """
-    if v.n == 0:
-        return
+    if state is None:
+        state = RefreshState(spec)
     t = spec.timing
     limit = REFRESH_POSTPONE_LIMIT * t.nREFI * t.ticks_per_ck
-    chans = np.unique(v.ch[v.valid])
+    per_ch = state.per_ch
+    if v.n:
+        mine = v.valid & v.focus
+        chans_here = np.unique(v.ch[mine])
+        np.maximum.at(state.end, v.ch[mine], v.tick[mine])
+        state.seen[chans_here] = True
+    chans = np.flatnonzero(state.seen)
     if chans.size == 0:
         return
-    end = np.array([v.tick[v.valid & (v.ch == c)].max() for c in chans])
     perbank = spec.refresh == "perbank"
     org = spec.org
-    per_ch = org.pseudochannels * (org.banks_per_pc if perbank else 1)
     ab = np.flatnonzero(v.valid & (v.cmd == _NAMES.index("REFab")))
     if perbank:
         pb = np.flatnonzero(v.valid & (v.cmd == _NAMES.index("REFpb")))
@@ -168,17 +195,23 @@ def check_refresh(spec: DramSpec, v: LogView, out: Collector) -> None:
         ref_pos, ref_unit = ab, v.node[1][ab]
         what = "REFab to a pseudo-channel"
     units = (chans[:, None] * per_ch + np.arange(per_ch)).ravel()
-    unit_end = np.repeat(end, per_ch)
-    # events: start (kind 0, tick 0), refreshes (kind 1), end of span (kind 2), per unit
-    u = np.concatenate([units, ref_unit, units])
-    tk = np.concatenate([np.zeros(units.size, np.int64), v.tick[ref_pos], unit_end])
-    kd = np.concatenate([np.zeros(units.size, np.int64), np.ones(ref_pos.size, np.int64),
-                         np.full(units.size, 2)])
-    pos = np.concatenate([np.full(units.size, -1), ref_pos, np.full(units.size, -1)])
+    # tick 0 starts the span of a unit without a refresh before this chunk (its last one is
+    # a carried command otherwise); the channel's last command ends it (final chunk only)
+    fresh = units[~state.refreshed[units]]
+    ends = units if final else np.zeros(0, dtype=np.int64)
+    u = np.concatenate([fresh, ref_unit, ends])
+    tk = np.concatenate([np.zeros(fresh.size, np.int64), v.tick[ref_pos],
+                         state.end[ends // per_ch]])
+    kd = np.concatenate([np.zeros(fresh.size, np.int64), np.ones(ref_pos.size, np.int64),
+                         np.full(ends.size, 2)])
+    pos = np.concatenate([np.full(fresh.size, -1), ref_pos, np.full(ends.size, -1)])
+    state.refreshed[ref_unit[v.focus[ref_pos]]] = True
     o = np.lexsort((kd, tk, u))
     u, tk, kd, pos = u[o], tk[o], kd[o], pos[o]
     gap = tk[1:] - tk[:-1]
-    bad = np.flatnonzero((u[1:] == u[:-1]) & (gap > limit))
+    # a gap is this chunk's to report when it ends at one of its refreshes or at the end
+    ends_here = np.where(kd[1:] == 1, v.focus[np.maximum(pos[1:], 0)], kd[1:] == 2)
+    bad = np.flatnonzero((u[1:] == u[:-1]) & (gap > limit) & ends_here)
     if bad.size == 0:
         return
     f, p = bad + 1, bad

@@ -100,6 +100,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     bank_scope = _BANK_SCOPE[cmd] & v.valid
     sid_scope = _SID_SCOPE[cmd] & v.valid
     pc_scope = ~_BANK_SCOPE[cmd] & ~_SID_SCOPE[cmd] & v.valid
+    focus = v.focus  # checks only for these; setters from every record
     buf = bufs[cmd]
     bank_id, sid_id, pc_id = v.node[4], v.node[2], v.node[1]
     sid_of_bank = np.where(bank_scope, bank_id // bps, -1)
@@ -127,9 +128,10 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
             return _state_of_banks(*sets, banks, sids, pcs, pos)
 
         # ---- bank-scope checks: OPEN (closed), column access (row open), REFpb (closed) ----
-        bchk = bank_scope & (((kind == KIND_OPEN) | (kind == KIND_READ) | (kind == KIND_WRITE)
-                              | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)) & in_buf
-                             | (kind == KIND_REFRESH))
+        bchk = bank_scope & focus & (((kind == KIND_OPEN) | (kind == KIND_READ)
+                                      | (kind == KIND_WRITE) | (kind == KIND_READ_AP)
+                                      | (kind == KIND_WRITE_AP)) & in_buf
+                                     | (kind == KIND_REFRESH))
         p = pos_all[bchk]
         st, setter = state(bank_id[p], sid_of_bank[p], pc_id[p], p)
         k = kind[p]
@@ -139,7 +141,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
 
         # ---- SID-scope checks (bank bundles): ACTSB needs the SID's banks closed, MACSB
         # open at row ----
-        qchk = sid_scope & ((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf
+        qchk = sid_scope & focus & ((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf
         p = pos_all[qchk]
         if p.size:
             sids = sid_id[p]
@@ -170,8 +172,8 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
                            first[sel], b, tick_req, unit="SID")
 
         # ---- PC-scope checks: ACTAB / REFab need all closed, MACAB needs all open at row ----
-        pchk = pc_scope & ((((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf)
-                           | (kind == KIND_REFRESH))
+        pchk = pc_scope & focus & ((((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf)
+                                   | (kind == KIND_REFRESH))
         p = pos_all[pchk]
         if p.size == 0:
             continue

@@ -110,8 +110,9 @@ def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
                 continue
             key_p, pos_p = keys[mp], perm[mp]
             for r in rows:
-                if r.following not in f_cache:
-                    f_cache[r.following] = perm[cmd_perm == r.following]
+                if r.following not in f_cache:  # the commands this check reports on
+                    pf = perm[cmd_perm == r.following]
+                    f_cache[r.following] = pf[v.focus[pf]]
                 pos_f = f_cache[r.following]
                 if pos_f.size == 0:
                     continue

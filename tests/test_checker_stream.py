@@ -1,0 +1,181 @@
+"""The checker in chunks (sieve.dram.checker.stream): the verdicts of the whole log, bit for bit,
+whatever the chunk size, and bounded memory on a long log read from disk.
+
+Every violation (family, command index, preceding index, tick, required tick, rule text), the
+timed-pair count and the family counts are compared between the whole-log check and chunked
+checks (chunks of 1, 7, 100 and 997 commands, and the file readers) on engine logs with and
+without injected faults: timing and bus rows, state, alignment, tFAW windows across chunk
+ends, refresh gaps that span chunks or end the log, per-bank refresh, bank bundles, address
+and command errors; and a log out of issue order is checked whole (the same verdicts).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sieve import dram, pim
+from sieve.dram import checker, memtrace
+from sieve.dram.checker import api, stream
+from sieve.dram.log import log_to_csv
+from sieve.dram.presets import get_spec
+from sieve.errors import ConfigError
+
+
+def _key(rep):
+    return ([(v.family, v.index, v.prev_index, v.tick, v.required_tick, v.constraint)
+             for v in rep.violations], rep.n_checked_pairs, rep.by_family(), rep.n_commands)
+
+
+def _chunked(log, spec, k):
+    """The streamed check itself (no fallback to the whole log)."""
+    res = stream.check_chunks(stream.array_chunks(log, k), spec)
+    return api._report(res.kinds, res.arrays(), res.n_commands, res.n_checked_pairs, spec,
+                       None)
+
+
+def _faults(log, rng, n=80):
+    """Earlier ticks that keep every channel in issue order (a command moved towards its
+    predecessor), and deleted commands: timing, bus, state and alignment violations."""
+    bad = log.copy()
+    o = np.lexsort((bad["seq"], bad["ch"]))
+    i = rng.choice(np.arange(1, len(o)), n, replace=False)
+    a, b = o[i - 1], o[i]
+    same = bad["ch"][a] == bad["ch"][b]
+    a, b = a[same], b[same]
+    bad["tick"][b] = np.maximum(bad["tick"][b] - rng.integers(1, 40, b.size), bad["tick"][a])
+    return np.delete(bad, rng.choice(len(bad), n // 2, replace=False))
+
+
+def _requests(spec, n=1200, channels=2, seed=1):
+    tr = memtrace.synthetic_trace("rand", n, write_fraction=0.25, seed=seed)
+    return dram.simulate_requests(spec, tr, channels=channels, log=True).log
+
+
+@pytest.mark.parametrize("name", ["hbm3-6400", "b200-hbm3e-pim", "duplex-logic-pim"])
+def test_chunks_give_the_whole_logs_verdicts(name):
+    spec = get_spec(name)
+    log = _requests(spec)
+    rng = np.random.default_rng(7)
+    for case in (log, _faults(log, rng)):
+        whole = checker.check_log(case, spec, chunk=0)
+        for k in (7, 100, 997):
+            assert _key(_chunked(case, spec, k)) == _key(whole), k
+        head = case[:600]  # one command at a time
+        assert _key(_chunked(head, spec, 1)) == _key(checker.check_log(head, spec, chunk=0))
+    assert not whole.ok and {"state", "bus"} <= set(whole.by_family())
+
+
+def _sparse(spec, n=1500, gap_ck=100, seed=4):
+    """A long, sparse request trace on one channel (refreshes between the requests)."""
+    tr = memtrace.synthetic_trace("rand", n, seed=seed)
+    tr = type(tr)(tr.addr, tr.is_write, np.arange(len(tr)) * gap_ck)
+    return dram.simulate_requests(spec, tr, channels=1, log=True).log
+
+
+def test_refresh_gaps_across_chunks_and_to_the_end():
+    """Refresh gaps are judged from the carried last refresh of each unit: a PC whose REFabs are
+    removed after its first one (gaps that span many chunks and run to the end of the log), a
+    PC never refreshed (from tick 0), and per-bank refresh."""
+    spec = get_spec("hbm3-6400")
+    log = _sparse(spec)
+    refab = log["cmd"] == 7
+    ref = np.flatnonzero(refab & (log["pc"] == 0))
+    assert ref.size > 9
+    cut = np.delete(log, np.concatenate([ref[1:], np.flatnonzero(refab & (log["pc"] == 1))]))
+    whole = checker.check_log(cut, spec, chunk=0)
+    assert whole.by_family().get("refresh", 0) >= 2
+    for k in (7, 100, 997):
+        assert _key(_chunked(cut, spec, k)) == _key(whole), k
+    pb = spec.override(refresh="perbank")
+    log = _sparse(pb)
+    drop = np.flatnonzero((log["cmd"] == 8) & (log["bank"] == 2) & (log["pc"] == 0))[2:]
+    cut = np.delete(log, drop)
+    whole = checker.check_log(cut, pb, chunk=0)
+    assert whole.by_family().get("refresh", 0) >= 1
+    for k in (7, 997):
+        assert _key(_chunked(cut, pb, k)) == _key(whole), k
+
+
+def test_bundled_pim_program_in_chunks():
+    spec = get_spec("b200-logic-pim")
+    log = pim.run_attention(spec, "qwen3-30b-a3b", 0, [1500, 500], log=True).pim.log
+    rng = np.random.default_rng(3)
+    for case in (log, _faults(log, rng, 200)):
+        whole = checker.check_log(case, spec, chunk=0)
+        for k in (997, 4000):
+            assert _key(_chunked(case, spec, k)) == _key(whole), k
+
+
+def test_address_and_command_errors_and_order_fallback():
+    spec = get_spec("hbm3-6400")
+    log = _requests(spec, n=2000, channels=2)
+    bad = log.copy()
+    bad["bank"][10] = 9  # out of range
+    bad["cmd"][20] = 9  # ACTAB: not a command of plain DRAM
+    whole = checker.check_log(bad, spec, chunk=0)
+    assert {"address", "command"} <= set(whole.by_family())
+    for k in (1, 100):
+        assert _key(_chunked(bad, spec, k)) == _key(whole)
+    # a channel out of issue order: not streamable, checked whole by check_log
+    back = log.copy()
+    i = np.flatnonzero(back["ch"] == 0)[500]
+    back["tick"][i] = 0
+    with pytest.raises(stream.NotStreamable):
+        _chunked(back, spec, 100)
+    assert _key(checker.check_log(back, spec, chunk=100)) == _key(
+        checker.check_log(back, spec, chunk=0))
+    assert "order" in checker.check_log(back, spec, chunk=100).by_family()
+    with pytest.raises(ConfigError, match="chunk must be"):
+        checker.check_log(log, spec, chunk=-1)
+
+
+def test_files_are_read_in_chunks(tmp_path):
+    """The .npy and CSV readers give the chunks of the array; check_log_file the verdicts of
+    check_log, at any chunk size."""
+    spec = get_spec("b200-hbm3e-pim")
+    log = _faults(_requests(spec, n=2000, channels=2), np.random.default_rng(5))
+    log["seq"] = np.arange(len(log))
+    np.save(tmp_path / "log.npy", log)
+    (tmp_path / "log.csv").write_text(log_to_csv(log))
+    whole = checker.check_log(log, spec, chunk=0)
+    for name in ("log.npy", "log.csv"):
+        parts = list(checker.iter_command_log(tmp_path / name, spec, chunk=333))
+        assert [len(p) for p in parts[:-1]] == [333] * (len(parts) - 1)
+        got = np.concatenate(parts)
+        for f in ("tick", "cmd", "ch", "pc", "row", "col"):
+            assert np.array_equal(got[f], checker.read_command_log(tmp_path / name, spec)[f])
+        for k in (None, 100):
+            assert _key(checker.check_log_file(tmp_path / name, spec, chunk=k)) == \
+                _key(checker.check_log(checker.read_command_log(tmp_path / name, spec), spec,
+                                       chunk=0))
+    assert _key(checker.check_log_file(tmp_path / "log.npy", spec)) == _key(whole)
+
+
+def test_long_log_checks_in_bounded_memory(tmp_path):
+    """An 11.9 M-command log written by `sieve dram --log` (streamed to disk) is checked by
+    `sieve check` in a child process whose peak memory stays under 256 MB (the whole-log
+    check held about 300 B per command: 3.5 GB here)."""
+    path = tmp_path / "big.npy"
+    gen = subprocess.run(
+        [sys.executable, "-m", "sieve", "dram", "--spec", "hbm3-6400", "--pattern", "rand",
+         "--requests", "3000000", "--channels", "16", "--log", str(path)],
+        capture_output=True, text=True, timeout=600)
+    assert gen.returncode == 0, gen.stderr
+    n = len(np.load(path, mmap_mode="r"))
+    assert n > 10_000_000
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run([sys.executable, '-m', 'sieve', 'check', sys.argv[1], "
+            "'--spec', 'hbm3-6400'], capture_output=True, text=True)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "print(p.returncode)\nprint(p.stdout)\nprint(p.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                         text=True, timeout=1200)
+    peak_kb, rc, *rest = out.stdout.split("\n", 2)
+    assert int(rc) == 0, rest
+    assert "OK" in rest[0]
+    assert int(peak_kb) / 1024 < 256, f"peak {int(peak_kb) / 1024:.0f} MB"
+
