@@ -48,38 +48,47 @@ def pim_gqa() -> str:
 
     base = get_model("qwen3-30b-a3b")
     mha = replace(base, attention=replace(base.attention, n_heads=4, n_kv_heads=4))
-    rows = []
+    rows, worst = [], {}
+    specs = []
     for name in PRESETS:
         spec = get_spec(name)
+        specs.append((name, spec))
+        if spec.pim.bundles > 1:  # the same design with every bank activated at once
+            specs.append((f"{name} (`pim.bundles=1`)", spec.override({"pim.bundles": 1})))
+    for label, spec in specs:
         for ctx, batch in ((2048, 16), (4096, 64), (8192, 16)):
             cells = []
             for m in (mha, base):
                 r = run_attention(spec, m, 0, [ctx] * batch)
                 bound = r.kv_bytes / spec.pim_internal_bandwidth_gbs
                 cells.append((r.time_ns / 1e3, r.time_ns / bound))
-            rows.append(f"| {name} | {spec.pim.vectors_per_read} | {ctx} | {batch} | "
-                        f"{cells[0][0]:.1f} | {cells[0][1]:.2f} | {cells[1][0]:.1f} | "
-                        f"{cells[1][1]:.2f} |")
+            worst[label] = max(worst.get(label, 0.0), cells[1][1])
+            rows.append(f"| {label} | {spec.pim.vectors_per_read} | {spec.pim.bundles} | {ctx} "
+                        f"| {batch} | {cells[0][0]:.1f} | {cells[0][1]:.2f} | "
+                        f"{cells[1][0]:.1f} | {cells[1][1]:.2f} |")
+    gqa = [n for n, s in specs if s.pim.vectors_per_read > 1 and s.pim.bundles > 1]
+    flat = [n for n, s in specs if s.pim.vectors_per_read > 1 and s.pim.bundles == 1]
     return "\n".join([
         "### PIM attention against the internal-bandwidth bound", "",
         "One layer's decode attention (Qwen3-30B-A3B layer 0, head dim 128, BF16 cache; every "
         "request with the same context) on every PIM preset, from the engine, against "
         "`KV bytes / internal bandwidth`: multi-head (4 query heads on 4 KV heads: group 1) "
         "and the model's own GQA-8 (32 on 4). Same cache bytes in both; the GQA layer does 8x "
-        "the MACs. `v` = `pim.vectors_per_read`.", "",
-        "| preset | v | context | batch | group 1 (us) | / bound | GQA-8 (us) | / bound |",
-        "|---|---|---|---|---|---|---|---|", *rows, "",
+        "the MACs. `v` = `pim.vectors_per_read`, `bundles` = `pim.bundles` (bank bundles the "
+        "PUs read one at a time; 1 = every bank of a PC at once).", "",
+        "| preset | v | bundles | context | batch | group 1 (us) | / bound | GQA-8 (us) | "
+        "/ bound |", "|---|---|---|---|---|---|---|---|---|", *rows, "",
         "A 1-vector PU runs GQA-8 at 8-20x its bound: it streams the cache once per query head. "
         "The two presets whose PUs feed 8 vectors per read (Duplex's Logic-PIM and its B200 "
-        "version) run it at 1.3-1.4x; what is left is refresh (tRFC / tREFI: 9 % on HBM3, "
-        "11.5 % on HBM3E), the all-bank row switches (tRCD + tRTP + tRP per activated row, "
-        "9-13 %), the query and output bursts over the channel bus and the last softmax of a "
-        "group (docs/pim.md). Issue 15 asked for <= 1.30x; the bundle ping-pong that would hide "
-        "Logic-PIM's row switches (one bundle activates while another streams) is not modelled: "
-        "the engine's all-bank ACT opens every bank of a PC at once.", ""])
+        f"version) run it at most at {max(worst[n] for n in gqa):.2f}x its bound (issue 15 asked "
+        "for <= 1.30x): their PUs read one bank bundle at a time, so a bundle's row switch "
+        "(tRTP + tRP + tRCD) hides behind the other bundle's stream (docs/model-of-computation.md"
+        ", bank bundles); what is left is refresh (tRFC / tREFI: 9 % on HBM3, 11.5 % on HBM3E), "
+        "the query and output bursts over the channel bus, a slice's first activation and the "
+        "last softmax of a group (docs/pim.md). With every bank activated at once (the rows "
+        f"`pim.bundles=1`) the row switches add 9-13 %: up to {max(worst[n] for n in flat):.2f}x.",
+        ""])
 
-
-# ---- running points ---------------------------------------------------------------------------
 
 def _execute(points, jobs, store_dir, label):
     from sieve.experiments.executor import execute
@@ -163,15 +172,29 @@ def sieve_cp(jobs, store_dir) -> str:
             ratios.append((g["sieve-cp"] / g[best_m], best_m, key, g["sieve"]))
         r = np.array([x[0] for x in ratios])
         vs_seed = np.array([g["sieve-cp"] / g["sieve"] for g in groups.values()])
+        # the points below 0.99 again with every decision free (scheduler_ns = 0 for every
+        # dynamic method; the static ones pay none anyway): what is left of the gap once the
+        # decision time a dynamic method pays on the critical path is taken out
+        below = [(ratio, best_m, key) for ratio, best_m, key, _ in sorted(ratios)
+                 if ratio < 0.99]
+        by_key = {(c.model, c.system, c.workload, c.colocated, c.n_prefill, c.batch, c.method):
+                  p for p in pts for c in (p.config,)}
+        free = [Point(replace(by_key[(*key, m)].config, scheduler_ns=0.0))
+                for _, best_m, key in below for m in ("sieve-cp", best_m)]
+        free_rows = _execute(free, jobs, store_dir, f"sieve-cp {name} {overlap} free") \
+            if free else []
+        free_ratio = [free_rows[2 * i]["throughput_tok_s_gpu"]
+                      / free_rows[2 * i + 1]["throughput_tok_s_gpu"] for i in range(len(below))]
+        f = np.array(free_ratio)
         lines.append(f"| {name} | {overlap} | {len(r)} | {r.min():.3f} | "
-                     f"{np.median(r):.3f} | {(r < 0.99).sum()} | {np.median(vs_seed):.3f} | "
+                     f"{np.median(r):.3f} | {(r < 0.99).sum()} | "
+                     f"{int((f < 0.99).sum()) if f.size else 0} | {np.median(vs_seed):.3f} | "
                      f"{vs_seed.max():.3f} |")
-        for ratio, best_m, key, _ in sorted(ratios)[:3]:
-            if ratio < 0.99:
-                model, system, wl, coloc, npre, b = key
-                case = (" colocated" + (" stress" if npre else "")) if coloc else ""
-                worst_lines.append(f"| {name} | {overlap} | {model} {system} {wl}{case} B={b} "
-                                   f"| {ratio:.3f} | {best_m} |")
+        for (ratio, best_m, key), fr in list(zip(below, free_ratio))[:3]:
+            model, system, wl, coloc, npre, b = key
+            case = (" colocated" + (" stress" if npre else "")) if coloc else ""
+            worst_lines.append(f"| {name} | {overlap} | {model} {system} {wl}{case} B={b} "
+                               f"| {ratio:.3f} | {best_m} | {fr:.3f} |")
     return "\n".join([
         "### sieve-cp against every PIM method", "",
         "Every point of `sieve run --paper` (three models on their seed systems over B = 1..256 "
@@ -180,11 +203,15 @@ def sieve_cp(jobs, store_dir) -> str:
         "under two-batch overlap on the default preset. Ratio = sieve-cp's throughput per GPU "
         "over the best of NoExp, AllExp, PIMoE, Duplex and the seed's Sieve at the same point "
         "(GPU-only is not a PIM method: it keeps attention on the GPU).", "",
-        "| preset | overlap | points | min ratio | median | points < 0.99 | median vs seed's "
-        "Sieve | max vs seed's Sieve |", "|---|---|---|---|---|---|---|---|", *lines, "",
-        "Points below 0.99 (at most three per case):", "",
-        "| preset | overlap | point | ratio | best other |", "|---|---|---|---|---|",
-        *(worst_lines or ["| - | - | none | - | - |"]), ""])
+        "| preset | overlap | points | min ratio | median | points < 0.99 | of them < 0.99 with "
+        "decisions free | median vs seed's Sieve | max vs seed's Sieve |",
+        "|---|---|---|---|---|---|---|---|---|", *lines, "",
+        "Points below 0.99 (at most three per case), and the same ratio with every decision "
+        "free (`scheduler_ns = 0` for every dynamic method: the seed's 20 us per 256 experts, "
+        "charged on the critical path, taken out; the static NoExp and AllExp pay none):", "",
+        "| preset | overlap | point | ratio | best other | ratio, decisions free |",
+        "|---|---|---|---|---|---|",
+        *(worst_lines or ["| - | - | none | - | - | - |"]), ""])
 
 
 def oracle() -> str:
@@ -196,17 +223,17 @@ def oracle() -> str:
     from sieve.sched.partition import Partition
     from sieve.system.run import RunConfig, simulate_run
 
-    def run(method, batch, seed):
-        return simulate_run(RunConfig(model="qwen3-30b-a3b", system="1xb200", method=method,
-                                      batch=batch, steps=1, warmup=1, layers=1, seed=seed),
+    def run(method, model, batch, seed, warmup):
+        return simulate_run(RunConfig(model=model, system="1xb200", method=method,
+                                      batch=batch, steps=1, warmup=warmup, layers=1, seed=seed),
                             keep_steps=True)
 
-    def forced(mask):
+    def forced(mask, warmup):
         calls = {"n": 0}
 
         def fn(load, est):
             calls["n"] += 1
-            if calls["n"] == 1:  # the warm-up step: the same state for every split
+            if calls["n"] <= warmup:  # the warm-up steps: the same state for every split
                 p = sieve_cp(load, est)
                 return Partition("oracle", load.counts, p.on_pim, pim_order=est.pim_order)
             on = np.zeros(load.counts.size, dtype=bool)
@@ -214,30 +241,51 @@ def oracle() -> str:
             return Partition("oracle", load.counts, on, pim_order=est.pim_order)
         return fn
 
-    lines = []
-    for batch, seed in ((1, 3), (1, 11), (2, 3), (2, 5)):
-        res = run("sieve-cp", batch, seed)
-        n = res.steps[-1].partitions[0]["experts_active"]
-        if n > 12:
-            continue
-        times = []
-        for bits in itertools.product((False, True), repeat=n):
-            registry.SCHEDULERS["oracle"] = Method("oracle", forced(np.array(bits)))
-            try:
-                times.append(run("oracle", batch, seed).row["tpot_ms"])
-            finally:
-                del registry.SCHEDULERS["oracle"]
-        best, mine = min(times), res.row["tpot_ms"]
-        rank = int(np.sum(np.array(times) < mine - 1e-12))
-        lines.append(f"| B={batch}, seed {seed} | {n} | {2 ** n} | {best:.4f} | {mine:.4f} | "
-                     f"{mine / best:.4f} | {rank} |")
+    lines, worst, ratios = [], {}, []
+    cases = [("qwen3-30b-a3b", 1, 3), ("qwen3-30b-a3b", 1, 11), ("qwen3-30b-a3b", 2, 3),
+             ("qwen3-30b-a3b", 2, 5), ("mixtral-8x7b", 8, 3), ("mixtral-8x7b", 32, 3),
+             ("mixtral-8x7b", 64, 5), ("mixtral-8x7b", 128, 7)]
+    for model, batch, seed in cases:
+        for warmup in (1, 4):
+            res = run("sieve-cp", model, batch, seed, warmup)
+            part = res.steps[-1].partitions[0]
+            n = part["experts_active"]
+            if n > 12:
+                break
+            times = []
+            for bits in itertools.product((False, True), repeat=n):
+                registry.SCHEDULERS["oracle"] = Method("oracle", forced(np.array(bits), warmup))
+                try:
+                    times.append(run("oracle", model, batch, seed, warmup).row["tpot_ms"])
+                finally:
+                    del registry.SCHEDULERS["oracle"]
+            best, mine = min(times), res.row["tpot_ms"]
+            rank = int(np.sum(np.array(times) < mine - 1e-12))
+            worst[warmup] = max(worst.get(warmup, 0.0), mine / best)
+            ratios.append(mine / best)
+            lines.append(f"| {model} B={batch}, seed {seed} | {warmup} | {n} | "
+                         f"{part['experts_pim']} | {2 ** n} | {best:.4f} | {mine:.4f} | "
+                         f"{mine / best:.4f} | {rank} |")
+    close = sum(r <= 1.001 for r in ratios)
     return "\n".join([
         "### sieve-cp against an oracle over every split", "",
-        "Qwen3-30B-A3B on one B200, one layer (1 warm-up step split by sieve-cp, then the "
-        "measured step), every one of the 2^n splits of the measured layer's n activated "
-        "experts simulated; TPOT in ms.", "",
-        "| case | experts | splits | oracle | sieve-cp | ratio | faster splits |",
-        "|---|---|---|---|---|---|---|", *lines, ""])
+        "One B200, one layer (the warm-up steps split by sieve-cp, then the measured step), every "
+        "one of the 2^n splits of the measured layer's n activated experts simulated (cases "
+        "with more than 12 activated experts are skipped); TPOT in ms. `warm-up`: steps run "
+        "before the measured one (each one observation of the layer's PIM program for the EMA "
+        "table); `on PIM`: experts sieve-cp put on PIM in the measured layer.", "",
+        "| case | warm-up | experts | on PIM | splits | oracle | sieve-cp | ratio | faster "
+        "splits |", "|---|---|---|---|---|---|---|---|---|", *lines, "",
+        f"Worst ratio: {worst.get(1, float('nan')):.3f} after one warm-up step, "
+        f"{worst.get(4, float('nan')):.3f} after four; {close} of {len(ratios)} cases within "
+        "0.1 % of the oracle. The misses are the runtime cost table's fallback: a token count "
+        "the table has not observed is estimated by the seed's roofline (seed §5), which "
+        "underestimates an expert's PIM time 1.4-1.6x here (Mixtral B=64: an expert of 16 "
+        "tokens observed at 131 us, its roofline 86 us), so the scan keeps experts on PIM that "
+        "the simulated layer finds slow. Few experts with a large batch spread their counts "
+        "over many values (Mixtral B=128, top-2: 11 to 52 tokens), so four steps still leave "
+        "most of them unobserved. The seed's Sieve shares the table and the bias; a fallback "
+        "scaled by the nearest observed count is the open fix (docs/schedulers.md).", ""])
 
 
 def main(argv: list[str] | None = None) -> int:
