@@ -170,7 +170,7 @@ def iter_csv_log(path: str | Path, *, ticks_per_clock: int = 1, chunk: int = 1 <
             for raw in lines:
                 lineno += 1
                 if not raw.isascii():
-                    raise TraceFormatError(f"{who} line {lineno}: not ASCII text")
+                    raise TraceFormatError(f"{who}: not ASCII text (line {lineno})")
                 line = raw.decode("ascii")
                 if not line.strip():
                     continue
@@ -259,8 +259,10 @@ def _iter_npy(path: Path, who: str, chunk: int) -> Iterator[np.ndarray]:
             shape, fortran, dtype = read(fh)
         except (ValueError, OSError, EOFError, SyntaxError) as exc:
             raise TraceFormatError(f"{who}: not a readable .npy command log ({exc})") from None
-        if dtype.hasobject or dtype.names is None or any(f not in dtype.names
-                                                         for f in LOG_DTYPE.names):
+        if dtype.hasobject:  # what np.load(allow_pickle=False) refuses
+            raise TraceFormatError(f"{who}: not a readable .npy command log (object arrays "
+                                   "need pickles, which are never read)")
+        if dtype.names is None or any(f not in dtype.names for f in LOG_DTYPE.names):
             raise TraceFormatError(f"{who}: expected a structured array with the fields "
                                    f"{', '.join(LOG_DTYPE.names)} (sieve.dram.log.LOG_DTYPE), "
                                    f"got dtype {dtype}")
