@@ -15,9 +15,42 @@ import numpy as np
 from sieve.dram.commands import BUFFER_NORMAL, COMMANDS, LEVEL_INDEX, LEVELS
 from sieve.dram.spec import DramSpec
 
-__all__ = ["Collector", "LogView", "command_buffers", "level_counts"]
+__all__ = ["Collector", "LogView", "command_buffers", "level_counts", "stable_order"]
 
 _SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
+
+
+def stable_order(ids: np.ndarray) -> np.ndarray:
+    """``np.argsort(ids, kind="stable")`` for non-negative integer ids, as one or two radix
+    passes over 15-bit digits where the ids allow (numpy sorts 16-bit integers by radix,
+    about 9x faster than the merge sort of 64-bit ones); the same permutation."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    top = int(ids.max())
+    if int(ids.min()) < 0 or top >= 1 << 30:
+        return np.argsort(ids, kind="stable")
+    if top < 1 << 15:
+        return np.argsort(ids.astype(np.int16), kind="stable")
+    low = np.argsort((ids & 0x7FFF).astype(np.int16), kind="stable")
+    return low[np.argsort((ids[low] >> 15).astype(np.int16), kind="stable")]
+
+
+def ordered_by(ch: np.ndarray, *keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort((*reversed(keys), ch))`` - by channel, then each key in turn - taking the
+    fast path of a log that is already in key order within each channel (every engine log,
+    every Ramulator trace): a stable sort by channel, checked."""
+    o = stable_order(ch)
+    if o.size > 1:
+        same = ch[o][1:] == ch[o][:-1]
+        ok = np.ones(o.size - 1, dtype=bool)  # key order holds between neighbours
+        undecided = np.ones(o.size - 1, dtype=bool)
+        for k in keys:
+            a, b = k[o][:-1], k[o][1:]
+            ok &= ~(undecided & (b < a))
+            undecided &= b == a
+        if not np.all(ok | ~same):
+            return np.lexsort((*reversed(keys), ch))
+    return o
 
 
 def level_counts(spec: DramSpec) -> np.ndarray:
@@ -79,7 +112,7 @@ class LogView:
         ch = log["ch"].astype(np.int64)
         tick = log["tick"].astype(np.int64)
         seq = log["seq"].astype(np.int64)
-        order = np.lexsort((seq, tick, ch))
+        order = ordered_by(ch, tick, seq)
         cols = {f: log[f][order].astype(np.int64)
                 for f in ("tick", "seq", "cmd", "ch", "pc", "sid", "bg", "bank", "row", "col")}
         ok = valid[order]

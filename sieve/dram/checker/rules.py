@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, level_counts
+from sieve.dram.checker.core import Collector, LogView, level_counts, ordered_by
 from sieve.dram.commands import (
     BUS_COL,
     COMMANDS,
@@ -109,7 +109,7 @@ def check_order(log: np.ndarray, v: LogView, out: Collector) -> None:
     ch = log["ch"].astype(np.int64)
     seq = log["seq"].astype(np.int64)
     tick = log["tick"].astype(np.int64)
-    o = np.lexsort((seq, ch))
+    o = ordered_by(ch, seq)
     same_ch = ch[o][1:] == ch[o][:-1]
     dup = np.flatnonzero(same_ch & (seq[o][1:] == seq[o][:-1]))
     if dup.size:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, command_buffers
+from sieve.dram.checker.core import Collector, LogView, command_buffers, stable_order
 from sieve.dram.commands import (
     COMMANDS,
     KIND_CLOSE,
@@ -58,7 +58,7 @@ class _Setters:
 
     def __init__(self, ids: np.ndarray, pos: np.ndarray, value: np.ndarray, stride: int):
         k = ids * stride + pos
-        o = np.argsort(k, kind="stable")
+        o = stable_order(ids)  # positions come in increasing order: by (id, position)
         self.keys, self.pos, self.value = k[o], pos[o], value[o]
         self.stride = stride
 

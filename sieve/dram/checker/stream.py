@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, level_counts
+from sieve.dram.checker.core import Collector, LogView, level_counts, ordered_by, stable_order
 from sieve.dram.checker.rules import (
     RefreshState,
     address_validity,
@@ -107,7 +107,7 @@ def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
         if sel.size == 0:
             continue
         key = node[sel] * n_cmd + v.cmd[sel]
-        o = np.argsort(key, kind="stable")  # by key, then sorted position
+        o = stable_order(key)  # by key, then sorted position
         ks = key[o]
         last = np.ones(ks.size, dtype=bool)  # rank from the end of its key group < window
         if ks.size > 1:
@@ -118,7 +118,7 @@ def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
         keep[sel[o[last]]] = True
     # the last command of each channel in seq order (any command: the order rule)
     ch, seq = v.ch, v.seq
-    o = np.lexsort((seq, ch))
+    o = ordered_by(ch, seq)
     tail = np.append(ch[o][1:] != ch[o][:-1], True)
     keep[o[tail]] = True
     pos = np.flatnonzero(keep)

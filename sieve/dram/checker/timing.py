@@ -18,7 +18,7 @@ from dataclasses import MISSING, fields
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView
+from sieve.dram.checker.core import Collector, LogView, stable_order
 from sieve.dram.commands import COMMANDS, LEVEL_INDEX, LEVELS
 from sieve.dram.constraints import ResolvedConstraint
 from sieve.dram.spec import DramSpec, DramTiming
@@ -100,18 +100,22 @@ def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
     for lv, by_p in sorted(by_level.items()):
         node = v.node[lv]
         sel = np.flatnonzero(node >= 0)
-        perm = sel[np.argsort(node[sel], kind="stable")]  # by (node, position)
+        perm = sel[stable_order(node[sel])]  # by (node, position)
+        # then grouped by command, each group still in (node, position) order: one command's
+        # commands are a slice
+        perm = perm[stable_order(v.cmd[perm])]
         cmd_perm = v.cmd[perm]
-        keys = node[perm] * stride + perm  # strictly increasing
+        cuts = np.searchsorted(cmd_perm, np.arange(len(COMMANDS) + 1))
+        keys = node[perm] * stride + perm  # increasing within each command's slice
         f_cache: dict[int, np.ndarray] = {}
         for p, rows in by_p.items():
-            mp = cmd_perm == p
-            if not mp.any():
+            a, b = cuts[p], cuts[p + 1]
+            if a == b:
                 continue
-            key_p, pos_p = keys[mp], perm[mp]
+            key_p, pos_p = keys[a:b], perm[a:b]
             for r in rows:
                 if r.following not in f_cache:  # the commands this check reports on
-                    pf = perm[cmd_perm == r.following]
+                    pf = perm[cuts[r.following]:cuts[r.following + 1]]
                     f_cache[r.following] = pf[v.focus[pf]]
                 pos_f = f_cache[r.following]
                 if pos_f.size == 0:
