@@ -179,3 +179,40 @@ def test_long_log_checks_in_bounded_memory(tmp_path):
     assert "OK" in rest[0]
     assert int(peak_kb) / 1024 < 256, f"peak {int(peak_kb) / 1024:.0f} MB"
 
+
+
+def test_csv_fast_path_matches_the_line_loop(tmp_path, monkeypatch):
+    """The CSV reader parses plain lines in numpy (command names replaced by ids); any line it
+    cannot (a numeric command, a blank or CR line, a number past int64, an unknown name) sends
+    the block to the line loop, whose records and first-error message are the reference."""
+    from sieve.dram.checker import logfile
+    from sieve.errors import TraceFormatError
+
+    spec = get_spec("hbm3-6400")
+    log = _requests(spec, n=3000, channels=2)
+    text = log_to_csv(log)
+    (tmp_path / "a.csv").write_text(text)
+    fast = checker.read_csv_log(tmp_path / "a.csv")
+    monkeypatch.setattr(logfile, "_csv_fast", lambda *a, **k: None)
+    slow = checker.read_csv_log(tmp_path / "a.csv")
+    monkeypatch.undo()
+    assert all(np.array_equal(fast[f], slow[f]) for f in fast.dtype.names)
+    head, first, *rest = text.split("\n")
+    parts = first.split(",")
+    bad = {
+        "numeric": ",".join([parts[0], "0", *parts[2:]]),  # a command id, not a name
+        "huge": ",".join(["99999999999999999999", *parts[1:]]),
+        "unknown": ",".join([parts[0], "FOO", *parts[2:]]),
+    }
+    for name, line in bad.items():
+        (tmp_path / f"{name}.csv").write_text("\n".join([head, line, *rest]))
+        with pytest.raises(TraceFormatError) as fast_err:
+            checker.read_csv_log(tmp_path / f"{name}.csv")
+        monkeypatch.setattr(logfile, "_csv_fast", lambda *a, **k: None)
+        with pytest.raises(TraceFormatError) as slow_err:
+            checker.read_csv_log(tmp_path / f"{name}.csv")
+        monkeypatch.undo()
+        assert str(fast_err.value) == str(slow_err.value), name
+    (tmp_path / "crlf.csv").write_text(text.replace("\n", "\r\n"))
+    got = checker.read_csv_log(tmp_path / "crlf.csv")
+    assert np.array_equal(got["tick"], fast["tick"])

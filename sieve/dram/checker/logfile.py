@@ -17,6 +17,7 @@ row is -1 for refresh and all-bank precharge. It never imports the engine.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -152,48 +153,134 @@ def iter_csv_log(path: str | Path, *, ticks_per_clock: int = 1, chunk: int = 1 <
                   if f in cols]
         k = 0
         lineno = 1
-        while True:
-            lines = []
-            for _ in range(chunk):
-                raw = fh.readline(MAX_LINE_BYTES + 1)
-                if not raw:
-                    break
-                if len(raw) > MAX_LINE_BYTES:
-                    raise TraceFormatError(f"{who} line {lineno + len(lines) + 1}: longer than "
-                                           f"{MAX_LINE_BYTES} bytes (sieve.limits."
-                                           "MAX_LINE_BYTES)")
-                lines.append(raw)
-            if not lines:
-                break
-            out = np.empty(len(lines), dtype=LOG_DTYPE)
-            m = 0
-            for raw in lines:
-                lineno += 1
-                if not raw.isascii():
-                    raise TraceFormatError(f"{who}: not ASCII text (line {lineno})")
-                line = raw.decode("ascii")
-                if not line.strip():
-                    continue
-                vals, c, clock = _csv_fields(who, lineno, line, width, fields)
-                if (clock - 1) * tpc > MAX_LOG_TICK:
-                    raise TraceFormatError(f"{who} line {lineno}: clock {clock} beyond "
-                                           f"{MAX_LOG_TICK // tpc + 1} (ticks are int64 and "
-                                           "the checker adds timing windows to them)")
-                rec = out[m]
-                rec["tick"] = (clock - 1) * tpc
-                rec["seq"] = k
-                rec["cmd"] = c
-                rec["sid"] = 0
-                for (f, _), v in zip(fields, vals):
-                    rec[f] = v
-                k += 1
-                m += 1
-            if m:
-                yield normalise(out[:m])
+        pending: list[np.ndarray] = []  # parsed records not yet yielded
+        n_pending = 0
+        for blob in _line_blocks(fh, who, _CSV_BLOCK):
+            lines = blob.split(b"\n")
+            if lines and not lines[-1]:
+                lines.pop()
+            fast = _csv_fast(blob, len(lines), width, fields, tpc, k)
+            if fast is not None:  # every line well formed: parsed in numpy
+                lineno += len(lines)
+                part = fast
+            else:  # the line loop: the same records, or the first bad line's message
+                part = np.empty(len(lines), dtype=LOG_DTYPE)
+                m = 0
+                for raw in lines:
+                    lineno += 1
+                    if not raw.isascii():
+                        raise TraceFormatError(f"{who}: not ASCII text (line {lineno})")
+                    line = raw.decode("ascii")
+                    if not line.strip():
+                        continue
+                    vals, c, clock = _csv_fields(who, lineno, line, width, fields)
+                    if (clock - 1) * tpc > MAX_LOG_TICK:
+                        raise TraceFormatError(f"{who} line {lineno}: clock {clock} beyond "
+                                               f"{MAX_LOG_TICK // tpc + 1} (ticks are int64 "
+                                               "and the checker adds timing windows to them)")
+                    rec = part[m]
+                    rec["tick"] = (clock - 1) * tpc
+                    rec["seq"] = k + m
+                    rec["cmd"] = c
+                    rec["sid"] = 0
+                    for (f, _), v in zip(fields, vals):
+                        rec[f] = v
+                    m += 1
+                part = part[:m]
+            k += len(part)
+            pending.append(part)
+            n_pending += len(part)
+            while n_pending >= chunk:  # exactly `chunk` records per yield
+                allp = np.concatenate(pending) if len(pending) > 1 else pending[0]
+                yield normalise(allp[:chunk].copy())
+                rest = allp[chunk:]
+                pending, n_pending = [rest], len(rest)
+        if n_pending:
+            allp = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            yield normalise(allp.copy())
         if not k:
             raise TraceFormatError(f"{who}: no commands")
     finally:
         fh.close()
+
+
+#: Command names (and Ramulator's aliases) as they appear between the clock and the address
+#: fields, longest first, and the number each is replaced by for the numeric parse.
+_FAST_NAMES = sorted([*COMMAND_INDEX.items(), *((a, COMMAND_INDEX[n]) for a, n in
+                                                 _ALIASES.items())], key=lambda x: -len(x[0]))
+_NAME_BASE = 1 << 40
+
+
+#: Bytes of a CSV log read at a time (whole lines; a line is at most MAX_LINE_BYTES).
+_CSV_BLOCK = 4 << 20
+
+
+def _line_blocks(fh, who: str, size: int) -> Iterator[bytes]:
+    """The rest of an open file as blocks of whole lines (each ending with its newline, the
+    last one as the file ends), about ``size`` bytes each; a line longer than MAX_LINE_BYTES is
+    an error naming the limit."""
+    buf = b""
+    while True:
+        block = fh.read(size)
+        if not block:
+            if buf:
+                if len(buf) > MAX_LINE_BYTES:
+                    raise TraceFormatError(f"{who}: a line longer than {MAX_LINE_BYTES} bytes "
+                                           "(sieve.limits.MAX_LINE_BYTES)")
+                yield buf
+            return
+        data = buf + block
+        cut = data.rfind(b"\n") + 1
+        buf = data[cut:]
+        if len(buf) > MAX_LINE_BYTES:
+            raise TraceFormatError(f"{who}: a line longer than {MAX_LINE_BYTES} bytes "
+                                   "(sieve.limits.MAX_LINE_BYTES)")
+        if cut:
+            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=cut) == 10)
+            if np.diff(ends, prepend=-1).max() > MAX_LINE_BYTES + 1:
+                raise TraceFormatError(f"{who}: a line longer than {MAX_LINE_BYTES} bytes "
+                                       "(sieve.limits.MAX_LINE_BYTES)")
+            yield data[:cut]
+
+
+def _csv_fast(data: bytes, n: int, width: int, fields, tpc: int, k0: int
+              ) -> np.ndarray | None:
+    """The ``n`` lines of ``data`` parsed at once (command names replaced by their ids, then one
+    numeric parse of every field), or None when any line is not plain: then the line loop
+    parses them and reports the first bad line as it always did."""
+    if not data.isascii():
+        return None
+    text = data.decode("ascii")
+    if "\r" in text or "\n\n" in text or not text.strip():
+        return None
+    for name, idx in _FAST_NAMES:  # ids offset, so that a number in the field is refused
+        key = f",{name},"
+        if key in text:
+            text = text.replace(key, f",{_NAME_BASE + idx},")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            vals = np.fromstring(text.replace("\n", ","), dtype=np.int64, sep=",")
+        except (ValueError, DeprecationWarning):
+            return None
+    # a number past int64 saturates: any value this large goes to the line loop (which
+    # refuses it with the message of its field)
+    if n == 0 or vals.size != n * width or vals.max() >= 1 << 61 or vals.min() <= -(1 << 61):
+        return None
+    vals = vals.reshape(n, width)
+    clock, cmd = vals[:, 0], vals[:, 1] - _NAME_BASE
+    addr = [vals[:, i] for _, i in fields]
+    if (clock.min() < 1 or int(clock.max()) - 1 > MAX_LOG_TICK // tpc or cmd.min() < 0
+            or cmd.max() >= len(COMMANDS)
+            or any(a.size and (a.min() < -1 or a.max() >= 1 << 31) for a in addr)):
+        return None
+    out = np.zeros(n, dtype=LOG_DTYPE)
+    out["tick"] = (clock - 1) * tpc
+    out["seq"] = k0 + np.arange(n)
+    out["cmd"] = cmd
+    for (f, _), a in zip(fields, addr):
+        out[f] = a
+    return out
 
 
 def _csv_fields(who: str, lineno: int, line: str, width: int, fields):
