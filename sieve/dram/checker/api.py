@@ -28,19 +28,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sieve.dram.checker.core import Collector, LogView, level_counts
-from sieve.dram.checker.modes import check_modes as _check_modes
 from sieve.dram.checker.ramulator import read_ramulator_cmd_trace
-from sieve.dram.checker.rules import address_validity, check_address, check_alignment, check_order
-from sieve.dram.checker.rules import check_refresh as _check_refresh
-from sieve.dram.checker.state import check_state
+from sieve.dram.checker.rules import address_validity
 from sieve.dram.checker.stream import (
     CHUNK,
     NotStreamable,
     array_chunks,
     check_chunks,
+    run_rules,
     streamable,
 )
-from sieve.dram.checker.timing import check_timing, constraint_family, constraint_text
+from sieve.dram.checker.timing import constraint_family, constraint_text
 from sieve.dram.commands import COMMAND_INDEX, COMMANDS
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.presets import get_spec
@@ -211,15 +209,7 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
             fields, unknown command indices, negative ticks or a seq shared within a channel.
         ConfigError: ``spec`` is not a known preset or is invalid; bad ``max_reports``.
     """
-    spec = get_spec(spec) if isinstance(spec, str) else spec
-    if not isinstance(spec, DramSpec):
-        raise ConfigError(f"checker: spec must be a DramSpec or preset name, got "
-                          f"{type(spec).__name__}")
-    spec.validate()
-    if max_reports is not None and (not isinstance(max_reports, (int, np.integer))
-                                    or max_reports < 0):
-        raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
-                          f"{max_reports!r}")
+    spec = _checked_arguments(spec, max_reports)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(
             chunk, (int, np.integer)) or chunk < 0):
         raise ConfigError(f"checker: chunk must be an int >= 0 or None, got {chunk!r}")
@@ -236,21 +226,28 @@ def check_log(log: np.ndarray, spec: DramSpec | str, *, max_reports: int | None 
     return _check_whole(log, spec, max_reports, check_refresh, check_modes)
 
 
+def _checked_arguments(spec: DramSpec | str, max_reports) -> DramSpec:
+    """The spec (a preset name resolved, validated) after checking ``max_reports``."""
+    spec = get_spec(spec) if isinstance(spec, str) else spec
+    if not isinstance(spec, DramSpec):
+        raise ConfigError(f"checker: spec must be a DramSpec or preset name, got "
+                          f"{type(spec).__name__}")
+    spec.validate()
+    if max_reports is not None and (not isinstance(max_reports, (int, np.integer))
+                                    or max_reports < 0):
+        raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
+                          f"{max_reports!r}")
+    return spec
+
+
 def _check_whole(log: np.ndarray, spec: DramSpec, max_reports: int | None,
                  check_refresh: bool, check_modes: bool) -> CheckReport:
     """Every rule over the whole (validated) log at once."""
     valid, enabled, bad_field = address_validity(log, spec)
     view = LogView.build(log, valid, level_counts(spec))
     out = Collector()
-    check_order(log, view, out)
-    check_address(log, spec, view, enabled, bad_field, out)
-    check_alignment(spec, view, out)
-    check_timing(spec, view, out)
-    check_state(view, spec, out)
-    if check_modes:
-        _check_modes(view, spec, out)
-    if check_refresh:
-        _check_refresh(spec, view, out)
+    run_rules(log, view, spec, out, enabled, bad_field, modes=check_modes,
+              refresh=check_refresh)
     code, pos, prev, ch, tick, req, a, b, c = out.arrays()
     has = pos >= 0
     pc = np.maximum(pos, 0)
@@ -275,15 +272,7 @@ def check_log_file(paths, spec: DramSpec | str, *, max_reports: int | None = Non
     """
     from sieve.dram.checker.logfile import iter_command_log, read_command_log
 
-    spec = get_spec(spec) if isinstance(spec, str) else spec
-    if not isinstance(spec, DramSpec):
-        raise ConfigError(f"checker: spec must be a DramSpec or preset name, got "
-                          f"{type(spec).__name__}")
-    spec.validate()
-    if max_reports is not None and (not isinstance(max_reports, (int, np.integer))
-                                    or max_reports < 0):
-        raise ConfigError(f"checker: max_reports must be an int >= 0 or None, got "
-                          f"{max_reports!r}")
+    spec = _checked_arguments(spec, max_reports)
     size = CHUNK if chunk is None else chunk
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ConfigError(f"checker: chunk must be an int >= 1, got {chunk!r}")

@@ -314,26 +314,10 @@ def _csv_fields(who: str, lineno: int, line: str, width: int, fields):
     return vals, c, clock
 
 
-def _read_npy(path: Path, who: str) -> np.ndarray:
-    try:
-        log = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise TraceFormatError(f"{who}: not a readable .npy command log ({exc})") from None
-    if log.dtype.names is None or any(f not in log.dtype.names for f in LOG_DTYPE.names):
-        raise TraceFormatError(f"{who}: expected a structured array with the fields "
-                               f"{', '.join(LOG_DTYPE.names)} (sieve.dram.log.LOG_DTYPE), got "
-                               f"dtype {log.dtype}")
-    if log.ndim != 1:
-        raise TraceFormatError(f"{who}: expected a 1-D array, got shape {log.shape}")
-    if log.size and (int(log["tick"].max()) > MAX_LOG_TICK or int(log["tick"].min()) < 0):
-        raise TraceFormatError(f"{who}: ticks outside [0, {MAX_LOG_TICK}] (int64 ticks plus "
-                               "the checker's timing windows must not overflow)")
-    return log
-
-
 def _iter_npy(path: Path, who: str, chunk: int) -> Iterator[np.ndarray]:
-    """A ``.npy`` command log read ``chunk`` records at a time (never whole): its header
-    checked as :func:`_read_npy` checks the array, then plain reads of the records."""
+    """A ``.npy`` command log read ``chunk`` records at a time (never whole, never unpickled):
+    its header checked (a 1-D structured array with the fields of LOG_DTYPE), then plain reads
+    of the records, each block's ticks in range."""
     fmt = np.lib.format
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below, across yields
@@ -428,26 +412,8 @@ def read_command_log(paths: str | Path | Sequence[str | Path], spec: DramSpec, *
     Raises:
         TraceFormatError: one message naming the file (and line) of the first problem.
     """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    logs = []
-    for path in paths:
-        p = Path(path)
-        who = f"command log {str(p)!r}"
-        fmt = _sniff(p, who)
-        if fmt == "npy":
-            log = _read_npy(p, who)
-        elif fmt == "csv":
-            log = read_csv_log(p, ticks_per_clock=1 if ticks_per_clock is None
-                               else ticks_per_clock)
-        else:
-            log = read_ramulator_cmd_trace(p, spec, levels=levels,
-                                           ticks_per_clk=ticks_per_clock)
-            if not len(log):
-                raise TraceFormatError(f"{who}: no commands")
-            log = normalise(log)
-        logs.append(np.ascontiguousarray(log[list(LOG_DTYPE.names)]).astype(LOG_DTYPE))
-    out = np.concatenate(logs) if len(logs) > 1 else logs[0]
-    if len(logs) > 1:
-        out["seq"] = np.arange(len(out))
-    return out
+    parts = list(iter_command_log(paths, spec, ticks_per_clock=ticks_per_clock, levels=levels,
+                                  chunk=1 << 20))
+    if not parts:  # an empty .npy log
+        return np.zeros(0, dtype=LOG_DTYPE)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from sieve.dram.checker.core import Collector, LogView, level_counts, ordered_by, stable_order
+from sieve.dram.checker.modes import check_modes
 from sieve.dram.checker.rules import (
     RefreshState,
     address_validity,
@@ -38,7 +39,7 @@ from sieve.dram.commands import LEVELS
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.spec import DramSpec
 
-__all__ = ["CHUNK", "NotStreamable", "StreamResult", "check_chunks", "streamable"]
+__all__ = ["CHUNK", "NotStreamable", "StreamResult", "check_chunks", "run_rules", "streamable"]
 
 #: Commands per chunk: about 20 MB of log columns, a few times that in the rules' arrays.
 CHUNK = 1 << 17
@@ -91,6 +92,22 @@ class StreamResult:
             return tuple(np.zeros(0, dtype=np.int64) for _ in range(10))
         cols = tuple(np.concatenate([p[i] for p in self.parts]) for i in range(10))
         return cols
+
+
+def run_rules(log: np.ndarray, v: LogView, spec: DramSpec, out: Collector, enabled,
+              bad_field, *, modes: bool, refresh: bool, refresh_state=None,
+              final: bool = True) -> None:
+    """Every rule, in the report's order, over ``log`` and its view (whole or one chunk with
+    its carry; a streamed log passes its refresh state and ``final`` on its last chunk)."""
+    check_order(log, v, out)
+    check_address(log, spec, v, enabled, bad_field, out)
+    check_alignment(spec, v, out)
+    check_timing(spec, v, out)
+    check_state(v, spec, out)
+    if modes:
+        check_modes(v, spec, out)
+    if refresh:
+        check_refresh(spec, v, out, refresh_state, final=final)
 
 
 def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
@@ -169,13 +186,8 @@ def check_chunks(chunks: Iterable[np.ndarray], spec: DramSpec, *,
         valid, enabled, bad_field = address_validity(log, spec)
         v = LogView.build(log, valid, counts, focus_from=carry_log.size)
         out = Collector()
-        check_order(log, v, out)
-        check_address(log, spec, v, enabled, bad_field, out)
-        check_alignment(spec, v, out)
-        check_timing(spec, v, out)
-        check_state(v, spec, out)
-        if check_refresh_rule:
-            check_refresh(spec, v, out, refresh, final=False)
+        run_rules(log, v, spec, out, enabled, bad_field, modes=False,
+                  refresh=check_refresh_rule, refresh_state=refresh, final=False)
         res.absorb(out, v, gidx)
         carry_log, carry_g = _carry(log, gidx, v, windows)
         base += n
