@@ -124,8 +124,9 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
                                          (sid_id[sset] // org.sids) * stride + pos_all[sset]]))
         bank_sid = np.sort(sid_of_bank[bset] * stride + pos_all[bset])
 
-        def state(banks, sids, pcs, pos, sets=(bank_set, sid_set, pc_set)):
-            return _state_of_banks(*sets, banks, sids, pcs, pos)
+        def state(banks, pos, sets=(bank_set, sid_set, pc_set)):
+            # bank ids nest: its SID is bank // bps, its PC bank // bpp
+            return _state_of_banks(*sets, banks, banks // bps, banks // bpp, pos)
 
         # ---- bank-scope checks: OPEN (closed), column access (row open), REFpb (closed) ----
         bchk = bank_scope & focus & (((kind == KIND_OPEN) | (kind == KIND_READ)
@@ -133,7 +134,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
                                       | (kind == KIND_WRITE_AP)) & in_buf
                                      | (kind == KIND_REFRESH))
         p = pos_all[bchk]
-        st, setter = state(bank_id[p], sid_of_bank[p], pc_id[p], p)
+        st, setter = state(bank_id[p], p)
         k = kind[p]
         need_open = (k != KIND_OPEN) & (k != KIND_REFRESH)
         bad = np.where(need_open, st != v.row[p], st != -1)
@@ -145,59 +146,46 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         p = pos_all[qchk]
         if p.size:
             sids = sid_id[p]
-            pcs = sids // org.sids
-            want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
             ssp, ssv = sid_set.last(sids, p)
-            psp, psv = pc_set.last(pcs, p)
-            sp, sv = np.maximum(ssp, psp), np.where(ssp > psp, ssv, psv)
-            lo = np.searchsorted(bank_sid, sids * stride + sp + 1, side="left")
-            hi = np.searchsorted(bank_sid, sids * stride + p, side="left")
-            uniform = hi == lo
-            bad_u = uniform & (sv != want)
-            _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
-                       np.full(int(bad_u.sum()), -1), b, tick_req, unit="SID")
-            slow = np.flatnonzero(~uniform)
-            if slow.size:
-                ps = np.repeat(p[slow], bps)
-                banks = (np.repeat(sids[slow] * bps, bps)
-                         + np.tile(np.arange(bps), slow.size))
-                st, setter = state(banks, np.repeat(sids[slow], bps),
-                                   np.repeat(pcs[slow], bps), ps)
-                wrong = (st != np.repeat(want[slow], bps)).reshape(slow.size, bps)
-                anyw = wrong.any(axis=1)
-                first = wrong.argmax(axis=1)
-                sel = np.flatnonzero(anyw)
-                flat = sel * bps + first[sel]
-                _report_pc(out, v, p[slow][sel], want[slow][sel], st[flat], setter[flat],
-                           first[sel], b, tick_req, unit="SID")
+            psp, psv = pc_set.last(sids // org.sids, p)
+            _check_units(out, v, p, sids, np.maximum(ssp, psp), np.where(ssp > psp, ssv, psv),
+                         bank_sid, stride, bps, state, b, tick_req, "SID")
 
         # ---- PC-scope checks: ACTAB / REFab need all closed, MACAB needs all open at row ----
         pchk = pc_scope & focus & ((((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf)
                                    | (kind == KIND_REFRESH))
         p = pos_all[pchk]
-        if p.size == 0:
-            continue
-        pcs = pc_id[p]
-        want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
-        sp, sv = pc_set.last(pcs, p)
-        lo = np.searchsorted(sub_pc, pcs * stride + sp + 1, side="left")
-        hi = np.searchsorted(sub_pc, pcs * stride + p, side="left")
-        uniform = hi == lo
-        bad_u = uniform & (sv != want)
-        _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
-                   np.full(int(bad_u.sum()), -1), b, tick_req)
-        slow = np.flatnonzero(~uniform)
-        if slow.size:
-            ps = np.repeat(p[slow], bpp)
-            banks = np.repeat(pcs[slow] * bpp, bpp) + np.tile(np.arange(bpp), slow.size)
-            st, setter = state(banks, banks // bps, np.repeat(pcs[slow], bpp), ps)
-            wrong = (st != np.repeat(want[slow], bpp)).reshape(slow.size, bpp)
-            anyw = wrong.any(axis=1)
-            first = wrong.argmax(axis=1)
-            sel = np.flatnonzero(anyw)
-            flat = sel * bpp + first[sel]
-            _report_pc(out, v, p[slow][sel], want[slow][sel], st[flat], setter[flat],
-                       first[sel], b, tick_req)
+        if p.size:
+            pcs = pc_id[p]
+            sp, sv = pc_set.last(pcs, p)
+            _check_units(out, v, p, pcs, sp, sv, sub_pc, stride, bpp, state, b, tick_req, "PC")
+
+
+def _check_units(out, v, p, units, sp, sv, sub, stride, n_banks, state, b, tick_req, unit):
+    """Checks of every bank of a unit (a PC, or a SID of bank bundles) at positions ``p``: the
+    unit's last setter ``(sp, sv)`` decides where nothing below it (``sub``: setters below the
+    unit keyed by unit) changed since; elsewhere every bank of the unit is looked up. MAC
+    commands need ``row`` open in every bank, the others every bank closed."""
+    kind = _KIND[v.cmd[p]]
+    want = np.where(kind == KIND_MAC, v.row[p], -1)
+    lo = np.searchsorted(sub, units * stride + sp + 1, side="left")
+    hi = np.searchsorted(sub, units * stride + p, side="left")
+    uniform = hi == lo
+    bad_u = uniform & (sv != want)
+    _report_pc(out, v, p[bad_u], want[bad_u], sv[bad_u], sp[bad_u],
+               np.full(int(bad_u.sum()), -1), b, tick_req, unit=unit)
+    slow = np.flatnonzero(~uniform)
+    if slow.size == 0:
+        return
+    ps = np.repeat(p[slow], n_banks)
+    banks = np.repeat(units[slow] * n_banks, n_banks) + np.tile(np.arange(n_banks), slow.size)
+    st, setter = state(banks, ps)
+    wrong = (st != np.repeat(want[slow], n_banks)).reshape(slow.size, n_banks)
+    first = wrong.argmax(axis=1)
+    sel = np.flatnonzero(wrong.any(axis=1))
+    flat = sel * n_banks + first[sel]
+    _report_pc(out, v, p[slow][sel], want[slow][sel], st[flat], setter[flat], first[sel], b,
+               tick_req, unit=unit)
 
 
 def _index(v: LogView, pos: np.ndarray) -> np.ndarray:
