@@ -33,6 +33,7 @@ from sieve.dram.checker.rules import address_validity
 from sieve.dram.checker.stream import (
     CHUNK,
     NotStreamable,
+    StreamResult,
     array_chunks,
     check_chunks,
     run_rules,
@@ -248,13 +249,9 @@ def _check_whole(log: np.ndarray, spec: DramSpec, max_reports: int | None,
     out = Collector()
     run_rules(log, view, spec, out, enabled, bad_field, modes=check_modes,
               refresh=check_refresh)
-    code, pos, prev, ch, tick, req, a, b, c = out.arrays()
-    has = pos >= 0
-    pc = np.maximum(pos, 0)
-    index = np.where(has, view.order[pc], -1) if view.n else pos
-    seq = np.where(has, view.seq[pc], -1) if view.n else pos
-    return _report(out.kinds, (code, index, prev, ch, tick, req, a, b, c, seq), view.n,
-                   out.n_checked_pairs, spec, max_reports)
+    res = StreamResult()  # one chunk, whose log indices are the log's own
+    res.absorb(out, view, np.arange(view.n, dtype=np.int64))
+    return _report(res.kinds, res.arrays(), view.n, res.n_checked_pairs, spec, max_reports)
 
 
 def check_log_file(paths, spec: DramSpec | str, *, max_reports: int | None = None,

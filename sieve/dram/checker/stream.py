@@ -87,11 +87,11 @@ class StreamResult:
         return self._codes[kind]
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(code, index, prev, ch, tick, required, a, b, c, seq), sorted as the report is."""
+        """(code, index, prev, ch, tick, required, a, b, c, seq) of every violation absorbed,
+        chunk by chunk (the report sorts them)."""
         if not self.parts:
             return tuple(np.zeros(0, dtype=np.int64) for _ in range(10))
-        cols = tuple(np.concatenate([p[i] for p in self.parts]) for i in range(10))
-        return cols
+        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(10))
 
 
 def run_rules(log: np.ndarray, v: LogView, spec: DramSpec, out: Collector, enabled,
