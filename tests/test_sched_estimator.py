@@ -206,3 +206,29 @@ def test_cli_schedule_errors(capsys, argv, msg):
     assert main(flat) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+def test_filled_table_reads_unobserved_counts_from_observed_ones():
+    """sieve-cp's reading of the table (EmaCostTable.filled): roofline with no observation,
+    the observed / roofline ratio with one, the line between neighbours inside the observed
+    range and the least-squares line beyond it, never below the roofline; observed counts and
+    the seed's reading (values) untouched; recomputed after an update."""
+    t = EmaCostTable(10.0, size=17)
+    assert np.array_equal(t.filled(), t.values)  # nothing observed: the seed's fallback
+    t.update([4], [60.0])  # 1.5x the roofline at 4 tokens
+    f = t.filled()
+    assert f[4] == 60.0 and f[0] == 0.0
+    assert np.allclose(f[[1, 2, 8, 16]], [15.0, 30.0, 120.0, 240.0])
+    assert np.allclose(t.values[[1, 8]], [10.0, 80.0])  # the seed's reading unchanged
+    t.update([8, 12], [100.0, 130.0])  # affine 20 + 10 n up to 8, flatter after
+    f = t.filled()
+    assert f[6] == pytest.approx(80.0) and f[10] == pytest.approx(115.0)  # between neighbours
+    obs = np.array([4.0, 8.0, 12.0])
+    b, a = np.polyfit(obs, [60.0, 100.0, 130.0], 1)
+    assert f[2] == pytest.approx(max(a + 2 * b, 20.0))  # beyond: the fitted line
+    assert f[16] == pytest.approx(max(a + 16 * b, 160.0))
+    assert (f >= np.arange(f.size) * 10.0 - 1e-9).all()  # never below the roofline
+    t.update([12], [60.0])  # a drop below the roofline slope: the fit is clamped
+    f2 = t.filled()
+    assert f2 is not f and f2[16] >= 160.0 - 1e-9
+    assert f2[12] == pytest.approx(130.0 + 0.25 * (60.0 - 130.0))  # observed: its EMA value

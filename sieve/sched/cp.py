@@ -40,6 +40,16 @@ is the best prefix: every split that is a prefix of the popularity order (all on
 all on GPU = NoExp, Duplex's, the seed's Sieve's) is one this estimate rates no better
 (tests/test_sched_cp.py).
 
+**The cost table's unobserved counts.** The table is the seed's (same EMA, same observations,
+:class:`~sieve.sched.estimator.EmaCostTable`), but ``sieve-cp`` reads a count it has never
+observed from the counts it has (:meth:`~sieve.sched.estimator.EmaCostTable.filled`: the line
+through the neighbouring observed counts, beyond them the least-squares line through all, never
+below the roofline) where the seed reads the roofline, which underestimates an expert's PIM
+time 1.4-1.6x once DRAM overheads are in (seed §5 gives 1.8-4.2x; docs/schedulers.md). A layer
+with few experts and a large batch spreads its counts over values a few steps leave unobserved,
+and the roofline there keeps experts on PIM that the layer finds slow (the oracle comparison,
+docs/validation.md). ``sieve-cp-seedtable`` reads the table as the seed does.
+
 Two implementations, decision for decision the same (tests): the compiled loop
 (``sieve.sched._greedy.sieve_cp_greedy``) and :func:`sieve_cp_reference` in Python.
 :func:`cp_estimate` rates any split the same way. Times are nanoseconds.
@@ -51,6 +61,7 @@ from array import array
 
 import numpy as np
 
+from sieve.errors import ConfigError
 from sieve.sched.estimator import Estimator, GpuAffine
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
 
@@ -61,7 +72,13 @@ except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt
 
     raise NotBuiltError.of("scheduler loop", "sieve.sched._greedy", exc) from None
 
-__all__ = ["cp_estimate", "gpu_launch_ns", "sieve_cp", "sieve_cp_reference", "timing_of"]
+__all__ = ["FALLBACKS", "cp_estimate", "gpu_launch_ns", "sieve_cp", "sieve_cp_reference",
+           "timing_of"]
+
+#: How sieve-cp reads the runtime cost table's counts never observed (module docstring):
+#: "observed" (default: estimated from the observed counts, EmaCostTable.filled) or "roofline"
+#: (the seed's fallback, EmaCostTable.values; the ``sieve-cp-seedtable`` ablation).
+FALLBACKS = ("observed", "roofline")
 
 _NPAR = _greedy.Q_N
 
@@ -126,8 +143,8 @@ def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
     return par
 
 
-def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
-           ) -> tuple[float, float, float, float, float]:
+def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
+           filled: bool = True) -> tuple[float, float, float, float, float]:
     """(E_G, E_P, the GPU experts' compute-lane and HBM-lane occupancy, T_PIM) of a split
     (module docstring)."""
     t = timing_of(load)
@@ -146,46 +163,57 @@ def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
     pim = (c > 0) & on_pim
     e_p = t_pim = 0.0
     if pim.any():
-        t_pim = est.pim_fixed_ns("tp") + float(est._pim_fast(np.where(pim, c, 0)).sum())
+        t_pim = est.pim_fixed_ns("tp") + float(est._pim_fast(np.where(pim, c, 0),
+                                                             filled=filled).sum())
         e_p = max(t.pim_ready_ns, t.dispatch_ns) + t_pim
     return e_g, e_p, occ_g, occ_h, t_pim
 
 
-def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray
-          ) -> tuple[float, float]:
+def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
+          filled: bool = True) -> tuple[float, float]:
     """(E_G, E_P) of a split (module docstring)."""
-    return _terms(load, est, aff, on_pim)[:2]
+    return _terms(load, est, aff, on_pim, filled)[:2]
 
 
-def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray) -> float:
+def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
+           filled: bool = True) -> float:
     t = timing_of(load)
-    e_g, e_p, occ_g, occ_h, t_pim = _terms(load, est, aff, on_pim)
+    e_g, e_p, occ_g, occ_h, t_pim = _terms(load, est, aff, on_pim, filled)
     return max(max(t.combine_ready_ns, e_g, e_p) + t.chain_ns, t.gpu_period_ns + occ_g,
                t.hbm_period_ns + occ_h, t.pim_period_ns + t_pim)
 
 
-def cp_estimate(load: LayerLoad, est: Estimator, on_pim) -> float:
+def _filled(fallback: str) -> bool:
+    if fallback not in FALLBACKS:
+        raise ConfigError(f"sieve-cp: fallback {fallback!r} unknown (known: "
+                          f"{', '.join(FALLBACKS)})")
+    return fallback == "observed"
+
+
+def cp_estimate(load: LayerLoad, est: Estimator, on_pim, fallback: str = "observed") -> float:
     """The critical-path estimate of any TP split (``on_pim`` per local expert), ns from the
     decision's end: ``max(C, E_G, E_P)``, under two-batch overlap with the lanes' period bounds
     (module docstring)."""
     mask = np.asarray(on_pim, dtype=bool) & (load.counts > 0)
-    return _total(load, est, _affine(est), mask)
+    return _total(load, est, _affine(est), mask, _filled(fallback))
 
 
-def sieve_cp_reference(load: LayerLoad, est: Estimator) -> tuple[np.ndarray, int]:
+def sieve_cp_reference(load: LayerLoad, est: Estimator, fallback: str = "observed"
+                       ) -> tuple[np.ndarray, int]:
     """The greedy in Python: ``(on_pim mask, candidate moves evaluated)``; the compiled loop's
     arithmetic in the same order."""
+    filled = _filled(fallback)
     aff = _affine(est)
     counts = load.counts
     active = np.flatnonzero(counts)
     order = active[np.argsort(-counts[active], kind="stable")]
     on_pim = counts > 0
-    t_cur = _total(load, est, aff, on_pim)
+    t_cur = _total(load, est, aff, on_pim, filled)
     steps = 0
     for e in order.tolist():
         trial = on_pim.copy()
         trial[e] = False
-        t_new = _total(load, est, aff, trial)
+        t_new = _total(load, est, aff, trial, filled)
         steps += 1
         if t_new < t_cur:
             on_pim, t_cur = trial, t_new
@@ -194,20 +222,24 @@ def sieve_cp_reference(load: LayerLoad, est: Estimator) -> tuple[np.ndarray, int
     return on_pim, steps
 
 
-def sieve_cp(load: LayerLoad, est: Estimator) -> Partition:
-    """The critical-path Sieve's partition of one layer (module docstring)."""
+def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
+    """The critical-path Sieve's partition of one layer (module docstring); ``fallback``: how
+    it reads the cost table's unobserved counts (:data:`FALLBACKS`)."""
+    filled = _filled(fallback)
     aff = est.gpu_affine(())
     if aff is None:
         aff = _affine(est)
     src = est.pim_source
     if src == "model":
-        on_pim, steps = sieve_cp_reference(load, est)
-        e_g, e_p = _ends(load, est, aff, on_pim)
+        on_pim, steps = sieve_cp_reference(load, est, fallback)
+        e_g, e_p = _ends(load, est, aff, on_pim, filled)
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
                                   e_g, e_p, steps)
     par = _params(load, est, aff)
     table = est.table("tp")
-    values = table.values
+    if filled and load.counts.size:
+        table._grow(int(load.counts.max()))  # every count read from the filled table
+    values = table.filled() if filled else table.values
     if src == "roofline":  # the estimator never updates: slope only
         values = np.arange(values.size, dtype=np.float64) * table.slope
     on_pim = np.empty(load.counts.size, dtype=np.int8)

@@ -90,6 +90,42 @@ class EmaCostTable:
             self._grow(int(c.max()))
         return self.values[c]
 
+    def filled(self) -> np.ndarray:
+        """The table read with its unobserved counts estimated from the observed ones (what
+        ``sieve-cp`` reads; :attr:`values`, the seed's reading, keeps the roofline there):
+
+        * no count observed: the roofline, as the seed's;
+        * one count ``m`` observed: ``values[m] * n / m`` (the roofline scaled by the
+          observed / roofline ratio at ``m``);
+        * several: between two observed counts, the straight line through them; beyond the
+          smallest or the largest, the least-squares line through every observed count.
+
+        Never below the roofline (``n * slope``: a PIM cannot run a token faster than its
+        peak). Observed counts keep their EMA values. Computed once per table state (the
+        update count and size) and cached; the array is shared, not to be written."""
+        key = (self.updates, self.values.size)
+        cached = self.__dict__.get("_filled")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        obs = np.flatnonzero(self.n_obs)
+        obs = obs[obs > 0]
+        v = self.values
+        if obs.size:
+            n = np.arange(v.size, dtype=np.float64)
+            y = v[obs]
+            if obs.size == 1:
+                est = y[0] * n / obs[0]
+            else:
+                est = np.interp(n, obs, y)
+                out = (n < obs[0]) | (n > obs[-1])
+                b, a = np.polyfit(obs.astype(np.float64), y, 1)
+                est[out] = a + b * n[out]
+            est = np.maximum(est, n * self.slope)
+            v = np.where(self.n_obs > 0, v, est)
+            v[0] = 0.0
+        self.__dict__["_filled"] = (key, v)
+        return v
+
     def observed(self, n: int) -> bool:
         """Whether count ``n`` has been observed at least once."""
         return n < self.n_obs.size and bool(self.n_obs[n])
@@ -235,9 +271,10 @@ class Estimator:
         return self.cost.pim_ns(PimExperts(tokens, self.shape, mapping="ep",
                                            order=self.pim_order, pcs_per_expert=g))
 
-    def _pim_fast(self, c: np.ndarray, mapping: str = "tp", pcs: int | None = None
-                  ) -> np.ndarray:
-        """:meth:`pim_expert_ns` for an already validated int64 array (no checks)."""
+    def _pim_fast(self, c: np.ndarray, mapping: str = "tp", pcs: int | None = None,
+                  filled: bool = False) -> np.ndarray:
+        """:meth:`pim_expert_ns` for an already validated int64 array (no checks); with
+        ``filled`` the EMA table is read by :meth:`EmaCostTable.filled`."""
         if self.pim_source == "model":
             return self.pim_expert_ns(c, mapping, pcs)
         t = self.table(mapping, pcs)
@@ -245,7 +282,7 @@ class Estimator:
             return c * t.slope
         if c.size and c.max() >= t.values.size:
             t._grow(int(c.max()))
-        return t.values[c]
+        return (t.filled() if filled else t.values)[c]
 
     def observe(self, counts, observed_ns, mapping: str = "tp", pcs: int | None = None,
                 fixed_ns: float | None = None) -> None:

@@ -13,7 +13,9 @@ options that make the variant. The Sieve ablations (issue 9) are variants of "si
 * ``optimal``: the exhaustive optimum of the same objective (small layers only).
 
 ``sieve-cp`` (:mod:`sieve.sched.cp`) is not an ablation but a variant: the same sort, scan and
-cost table, judged by the end of the layer's expert phase on its dependency graph.
+cost table, judged by the end of the layer's expert phase on its dependency graph; it reads the
+table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is the same method
+reading them at the seed's roofline fallback.
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -63,6 +65,8 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
     Method("sieve-cp", sieve_cp, doc="the seed's greedy judged by the layer's critical path "
            "(end of the expert phase on its dependency graph) instead of one max"),
+    Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"},
+           doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),
