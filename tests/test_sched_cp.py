@@ -37,11 +37,14 @@ def _estimator(observe: bool) -> Estimator:
 
 #: the lanes' period bounds of two-batch overlap (chain, GPU, HBM, PIM), or none
 periods = st.one_of(st.just((0.0,) * 4), st.tuples(*[st.floats(0, 2e5)] * 4))
+#: the other micro-batch's next attention (ready, blocked part), or none
+other_attn = st.one_of(st.just((None, None)),
+                       st.tuples(st.floats(0, 1e5), st.one_of(st.none(), st.floats(0, 5e4))))
 loads = st.builds(
-    lambda counts, t, period, busy, comm: (np.array(counts, dtype=np.int64), t + period, busy,
-                                           comm),
+    lambda counts, t, period, other, busy, comm: (np.array(counts, dtype=np.int64),
+                                                  t + period + other, busy, comm),
     st.lists(st.integers(0, 48), min_size=1, max_size=32),
-    st.tuples(*[st.floats(0, 8e4)] * 4), periods,
+    st.tuples(*[st.floats(0, 8e4)] * 4), periods, other_attn,
     st.floats(0, 1e5), st.floats(0, 1e5))
 
 
@@ -54,15 +57,16 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
     the scan covers; PIMoE's too, on these layers."""
     counts, t, busy, comm = args
     est = _estimator(observe)
-    hbm, gpu, disp, pim, chain, pg, ph, pp = t
+    hbm, gpu, disp, pim, chain, pg, ph, pp, o_r, o_b = t
     load = LayerLoad(counts, est.shape, pim_busy_ns=busy, comm_ns=comm,
                      timing=LayerTiming(hbm, gpu, disp, pim, chain_ns=chain, gpu_period_ns=pg,
-                                        hbm_period_ns=ph, pim_period_ns=pp))
+                                        hbm_period_ns=ph, pim_period_ns=pp,
+                                        other_attn_ready_ns=o_r, other_attn_blocked_ns=o_b))
     p = sieve_cp(load, est, fallback)
     ref, steps = sieve_cp_reference(load, est, fallback)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
     mine = cp_estimate(load, est, p.on_pim, fallback)
-    if not any(t[4:]):  # without the period bounds the estimate is the expert phase's end
+    if not any(t[4:8]) and o_r is None:  # no period bounds: the expert phase's end
         assert mine == pytest.approx(p.est_total_ns, rel=1e-12, abs=1e-9)
     for b in BASELINES:
         other = get_method(b)(load, est)
@@ -148,9 +152,36 @@ def test_a_shared_lane_under_two_batch_overlap_decides():
                                                        timing=LayerTiming()), est, on) + 5e4))
 
 
+def test_the_other_micro_batchs_attention_waits_behind_gpu_experts():
+    """Under two-batch overlap with a busy PIM (both micro-batches' attention), the PIM lane
+    bound alone moves experts to the GPU; when the other micro-batch's next attention still
+    needs a weight load, it queues behind those experts and the PIM idles until it can start
+    (the term's value is checked by hand), so fewer experts move. Kernels that need no weight
+    load run beside the experts' stream and change nothing."""
+    est = _estimator(True)
+    counts = np.array([30, 12, 6, 3, 2, 1, 1, 1, 1, 1, 1, 1] + [0] * 20)
+    base = dict(pim_period_ns=2e5, chain_ns=1e3)
+    pim_bound = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming(**base)), est)
+    blocked = LayerLoad(counts, est.shape, timing=LayerTiming(
+        **base, other_attn_ready_ns=2e3, other_attn_blocked_ns=3e3))
+    waits = sieve_cp(blocked, est)
+    assert waits.gpu_experts.size < pim_bound.gpu_experts.size
+    free = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming(
+        **base, other_attn_ready_ns=2e3)), est)
+    assert np.array_equal(free.on_pim, pim_bound.on_pim)
+    # the term by hand for the split pim_bound chose: PIM idles from its experts' end to R
+    from sieve.sched.cp import _affine, _terms
+
+    e_g, _, _, _, t_pim = _terms(blocked, est, _affine(est), pim_bound.on_pim)
+    r = max(2e3, e_g) + 3e3
+    assert cp_estimate(blocked, est, pim_bound.on_pim) >= 2e5 + max(t_pim, r) - 1e-6
+
+
 def test_layer_timing_is_checked():
     with pytest.raises(ConfigError, match="layer timing"):
         LayerTiming(gpu_ready_ns=-1.0)
+    with pytest.raises(ConfigError, match="other_attn_blocked_ns needs"):
+        LayerTiming(other_attn_blocked_ns=1.0)
     with pytest.raises(ConfigError, match="timing must be a LayerTiming"):
         LayerLoad(np.array([1]), expert_shape(MODEL), timing=(0, 0, 0, 0))
 

@@ -145,7 +145,10 @@ Q_CHAIN = 16  # this micro-batch's own work of the layer outside its expert phas
 Q_PG = 17     # compute-lane work of both micro-batches in the layer, these experts excepted
 Q_PH = 18     # HBM-lane weight streams of both, likewise
 Q_PP = 19     # PIM work of both, likewise
-Q_N = 20
+# two-batch overlap: the other micro-batch's next attention (LayerTiming.other_attn_*)
+Q_OR = 20     # when it could start if nothing of this split delayed it (< 0: no such term)
+Q_OB = 21     # its kernels from the first weight load on, behind the GPU experts (< 0: none)
+Q_N = 22
 
 
 cdef inline double _cp_gpu(double n, double tok, double w, double a, double f, double bw,
@@ -158,6 +161,21 @@ cdef inline double _cp_gpu(double n, double tok, double w, double a, double f, d
         return 0.0
     cdef double t_gpu = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak)
     return _dmax(h + t_gpu, _dmax(g, d) + k0 + a * tok / bw)
+
+
+cdef inline double _cp_att(double e_g, double pim, double h, double p0, double pp, double orr,
+                           double ob) noexcept nogil:
+    """Two-batch overlap: the PIM lane's period when the other micro-batch's next attention is
+    what it runs after this split's PIM experts: that attention is ready at R (its kernels
+    before the first weight load from a free compute lane, the rest after the HBM lane and
+    this split's GPU experts, E_G, or the lane alone without GPU experts), and the PIM idles
+    from the end of these PIM experts until R. 0 without the term (orr < 0)."""
+    if orr < 0:
+        return 0.0
+    cdef double r = orr
+    if ob >= 0:
+        r = _dmax(orr, e_g if e_g > 0 else h) + ob
+    return pp + _dmax(pim, r - p0)
 
 
 cdef inline double _cp_obj(double t, double n, double tok, double pim, double w, double a,
@@ -194,6 +212,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef double k0 = par[Q_K0], h = par[Q_H], g = par[Q_G], d = par[Q_D], p = par[Q_P]
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
     cdef double chain = par[Q_CHAIN], pg = par[Q_PG], ph = par[Q_PH], pp = par[Q_PP]
+    cdef double orr = par[Q_OR], ob = par[Q_OB]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
     for i in range(E):
@@ -232,17 +251,19 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
         p0 = _dmax(p, d)  # the PIM program starts after its tokens and a free PIM
         eg_cur = 0.0
         ep_cur = p0 + pim if n_act > 0 else 0.0
-        t_cur = _cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, a, f, bw, peak,
-                        k0, chain, pg, ph, pp)
+        t_cur = _dmax(_cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, a, f, bw,
+                              peak, k0, chain, pg, ph, pp),
+                      _cp_att(0.0, pim, h, p0, pp, orr, ob))
         for j in range(n_act):
             c = counts[order[j]]
             pe = table[c] if c < K else c * slope
             e_g = _cp_gpu(n_g + 1, tok_g + c, w, a, f, bw, peak, k0, h, g, d)
             pim -= pe + (fixed if j == n_act - 1 else 0.0)
             e_p = p0 + pim if j < n_act - 1 else 0.0
-            t_new = _cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tok_g + c,
-                            pim if j < n_act - 1 else 0.0, w, a, f, bw, peak, k0, chain, pg,
-                            ph, pp)
+            t_new = _dmax(_cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tok_g + c,
+                                  pim if j < n_act - 1 else 0.0, w, a, f, bw, peak, k0, chain,
+                                  pg, ph, pp),
+                          _cp_att(e_g, pim if j < n_act - 1 else 0.0, h, p0, pp, orr, ob))
             steps += 1
             if t_new < t_cur:
                 n_g += 1

@@ -34,6 +34,17 @@ occ_hbm(G), P_pim + T_PIM(S))`` (:class:`~sieve.sched.partition.LayerTiming`'s p
 compute lane). GPU experts then count as the delay they put on the other micro-batch's chain
 on a busy compute lane. With the period fields 0 (no overlap) ``J = T``.
 
+The lane bounds assume the lanes' work interleaves freely; one dependency breaks that often
+enough to price it: when the other micro-batch's next attention still has GPU kernels to run
+and one of them loads weights, that kernel queues on the HBM lane behind this split's GPU
+experts, and the PIM idles from the end of this split's PIM experts until the attention can
+start. The step gives when that attention could start without this split's work
+(``other_attn_ready_ns``: its kernels before the first weight load, from a free compute lane)
+and the rest of its kernels (``other_attn_blocked_ns``), and the scan adds ``P_pim +
+max(T_PIM(S), R - max(p, d))`` with ``R = max(ready, E_G or h) + blocked`` (``h`` without
+GPU experts). ``R`` never decreases along the scan and ``T_PIM`` never increases, so the
+estimate stays quasi-convex.
+
 ``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along
 the sorted prefixes, so the estimate is quasi-convex along the scan and the first non-decrease
 is the best prefix: every split that is a prefix of the popularity order (all on PIM = AllExp,
@@ -112,6 +123,7 @@ _STATIC = (_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK, 
 _QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
                                 _greedy.Q_C, _greedy.Q_FIXED)
 _QCH, _QPG, _QPH, _QPP = _greedy.Q_CHAIN, _greedy.Q_PG, _greedy.Q_PH, _greedy.Q_PP
+_QOR, _QOB = _greedy.Q_OR, _greedy.Q_OB
 
 
 def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
@@ -140,6 +152,9 @@ def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
     par[_QPG] = t.gpu_period_ns
     par[_QPH] = t.hbm_period_ns
     par[_QPP] = t.pim_period_ns
+    o_r, o_b = t.other_attn_ready_ns, t.other_attn_blocked_ns
+    par[_QOR] = -1.0 if o_r is None else o_r
+    par[_QOB] = -1.0 if o_b is None else o_b
     return par
 
 
@@ -179,8 +194,14 @@ def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
            filled: bool = True) -> float:
     t = timing_of(load)
     e_g, e_p, occ_g, occ_h, t_pim = _terms(load, est, aff, on_pim, filled)
-    return max(max(t.combine_ready_ns, e_g, e_p) + t.chain_ns, t.gpu_period_ns + occ_g,
-               t.hbm_period_ns + occ_h, t.pim_period_ns + t_pim)
+    j = max(max(t.combine_ready_ns, e_g, e_p) + t.chain_ns, t.gpu_period_ns + occ_g,
+            t.hbm_period_ns + occ_h, t.pim_period_ns + t_pim)
+    if t.other_attn_ready_ns is not None:  # the PIM idles until the other's attention
+        r = t.other_attn_ready_ns
+        if t.other_attn_blocked_ns is not None:
+            r = max(r, e_g if e_g > 0 else t.hbm_ready_ns) + t.other_attn_blocked_ns
+        j = max(j, t.pim_period_ns + max(t_pim, r - max(t.pim_ready_ns, t.dispatch_ns)))
+    return j
 
 
 def _filled(fallback: str) -> bool:

@@ -46,6 +46,13 @@ class LayerTiming:
         hbm_period_ns: the HBM lane's weight streams of both, likewise.
         pim_period_ns: the PIM units' work of both, likewise (attention, the other's PIM
             experts once run).
+        other_attn_ready_ns: two-batch overlap: when the other micro-batch's next attention
+            could start on PIM if nothing of this split delayed it (its remaining GPU kernels
+            before the first that needs the HBM lane, from a free compute lane); None when
+            only its own kernels do not stand before it (placed, or it waits for a decision,
+            an expert phase or a collective).
+        other_attn_blocked_ns: the rest of those kernels, from the first that needs the HBM
+            lane on: they queue behind this micro-batch's GPU experts (None: none needs it).
     """
 
     hbm_ready_ns: float = 0.0
@@ -57,12 +64,18 @@ class LayerTiming:
     gpu_period_ns: float = 0.0
     hbm_period_ns: float = 0.0
     pim_period_ns: float = 0.0
+    other_attn_ready_ns: float | None = None
+    other_attn_blocked_ns: float | None = None
 
     def __post_init__(self):
         for n in ("hbm_ready_ns", "gpu_ready_ns", "dispatch_ns", "pim_ready_ns",
                   "combine_ready_ns", "chain_ns", "gpu_period_ns", "hbm_period_ns",
-                  "pim_period_ns"):
-            object.__setattr__(self, n, check_number("layer timing", n, getattr(self, n)))
+                  "pim_period_ns", "other_attn_ready_ns", "other_attn_blocked_ns"):
+            v = getattr(self, n)
+            if v is not None or not n.startswith("other_"):
+                object.__setattr__(self, n, check_number("layer timing", n, v))
+        if self.other_attn_ready_ns is None and self.other_attn_blocked_ns is not None:
+            raise ConfigError("layer timing: other_attn_blocked_ns needs other_attn_ready_ns")
 
 
 @dataclass(frozen=True, eq=False)

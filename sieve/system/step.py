@@ -377,6 +377,9 @@ class _Builder:
         # task, by (GPU, layer, micro-batch)
         self.queued: dict[tuple, list[Task]] = {}
         self.attn_tasks: dict[tuple, Task] = {}
+        # attention tasks by (GPU, micro-batch) in layer order, and the first not yet placed
+        self.attn_order: dict[tuple, list[Task]] = {}
+        self.attn_next: dict[tuple, int] = {}
         self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
@@ -614,6 +617,7 @@ class _Builder:
         t = self.sched.add(Task("attn", (f"pim{g}",), _in_stage("pim", run), deps=deps,
                                 priority=prio, info=self._info(g, layer, mb, "pim")))
         self.attn_tasks[(g, layer, mb)] = t
+        self.attn_order.setdefault((g, mb), []).append(t)
         return t
 
     def _decider(self, g, layer, li, mb, local, join, disp, copies, prio):
@@ -746,8 +750,58 @@ class _Builder:
         chain += dur(task)
         chain += sum(dur(t) for t in self.link_tasks.get((layer, mb), ())
                      if t.name != "dispatch")
-        return {"chain_ns": chain, "gpu_period_ns": lanes["gpu"],
-                "hbm_period_ns": lanes["hbm"], "pim_period_ns": lanes["pim"]}
+        out = {"chain_ns": chain, "gpu_period_ns": lanes["gpu"],
+               "hbm_period_ns": lanes["hbm"], "pim_period_ns": lanes["pim"]}
+        out.update(self._other_attention(task, g, 1 - mb))
+        return out
+
+    def _other_attention(self, task: Task, g: int, other: int) -> dict[str, float]:
+        """Two-batch overlap: the other micro-batch's next attention on PIM, when only its own
+        GPU kernels stand before it (:class:`~sieve.sched.partition.LayerTiming`'s
+        ``other_attn_*`` fields): the kernels' time up to the first that needs the HBM lane
+        (they run beside this micro-batch's expert weight stream) and from it on (they queue
+        behind this micro-batch's GPU experts). Nothing when the attention is placed, or
+        when a decision, an expert phase, a collective or PIM work is still before it (the
+        other micro-batch is behind: its attention is not what the PIM waits for next)."""
+        if not self.pim_mode:
+            return {}
+        key = (g, other)
+        tasks = self.attn_order.get(key, ())
+        i = self.attn_next.get(key, 0)
+        while i < len(tasks) and tasks[i].placed:
+            i += 1
+        self.attn_next[key] = i
+        if i == len(tasks):
+            return {}
+        chain: list[Task] = []
+        seen: set[int] = set()
+        stack = [(tasks[i], 0)]
+        while stack:  # the unplaced ancestors, in dependency order (iterative post-order)
+            t, k = stack.pop()
+            if k < len(t.deps):
+                stack.append((t, k + 1))
+                d = t.deps[k]
+                if d.placed or d.id in seen:
+                    continue
+                seen.add(d.id)
+                if (d.pending or callable(d.duration) or d is task
+                        or not d.lanes[0].startswith(("gpu", "hbm"))
+                        or d.name in ("scheduler", "experts_done")):
+                    return {}
+                stack.append((d, 0))
+            elif t is not tasks[i]:
+                chain.append(t)
+        before = after = 0.0
+        blocked = False
+        for t in chain:
+            blocked = blocked or t.lanes[0].startswith("hbm")
+            if blocked:
+                after += float(t.duration)
+            else:
+                before += float(t.duration)
+        free = max(self.sched.lane_free_ns(f"gpu{g}") - task.end_ns, 0.0)
+        return {"other_attn_ready_ns": free + before,
+                "other_attn_blocked_ns": after if blocked else None}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
