@@ -232,3 +232,20 @@ def test_filled_table_reads_unobserved_counts_from_observed_ones():
     f2 = t.filled()
     assert f2 is not f and f2[16] >= 160.0 - 1e-9
     assert f2[12] == pytest.approx(130.0 + 0.25 * (60.0 - 130.0))  # observed: its EMA value
+
+
+def test_compiled_fill_matches_the_numpy_reference():
+    """EmaCostTable.filled runs in the compiled loop's module (about 1 us for 257 counts, where
+    numpy took 30): the same values as the numpy reference on random tables; bad buffers are
+    refused, not read."""
+    from sieve.sched import _greedy
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        t = EmaCostTable(float(rng.uniform(1, 20)), size=int(rng.integers(2, 60)))
+        for _ in range(int(rng.integers(0, 6))):
+            c = rng.integers(1, t.values.size + 5, int(rng.integers(1, 4)))
+            t.update(c, rng.uniform(0, 500, c.size))
+        assert np.allclose(t.filled(), t._filled_reference(), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="one length"):
+        _greedy.fill_unobserved(np.zeros(4), np.zeros(3, dtype=np.int64), 1.0, np.zeros(4))

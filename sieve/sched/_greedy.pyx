@@ -281,3 +281,58 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     free(order)
     free(start)
     return moved
+
+
+def fill_unobserved(const double[::1] values, const int64_t[::1] n_obs, double slope,
+                    double[::1] out):
+    """The runtime cost table read with its unobserved counts estimated from the observed ones
+    (sieve.sched.estimator.EmaCostTable.filled, which holds the rule and the numpy reference
+    the tests compare with): observed counts keep their value; with none observed the
+    roofline ``n * slope``; with one, ``values[m] * n / m``; with several, the straight line
+    between the two observed neighbours, beyond the observed range the least-squares line
+    through every observed count; never below the roofline; ``out[0] = 0``. Returns the number
+    of observed counts."""
+    cdef Py_ssize_t K = values.shape[0], i, lo = -1, hi = -1, prev = -1, nxt
+    cdef Py_ssize_t n_seen = 0
+    cdef double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, b = 0.0, a = 0.0, x, y, est, den
+    if n_obs.shape[0] != K or out.shape[0] != K:
+        raise ValueError("fill_unobserved: values, n_obs and out must have one length")
+    with nogil:
+        for i in range(1, K):
+            if n_obs[i] > 0:
+                n_seen += 1
+                x = <double>i
+                y = values[i]
+                sx += x
+                sy += y
+                sxx += x * x
+                sxy += x * y
+                if lo < 0:
+                    lo = i
+                hi = i
+        if n_seen == 1:
+            b = values[lo] / <double>lo
+        elif n_seen > 1:
+            den = n_seen * sxx - sx * sx
+            b = (n_seen * sxy - sx * sy) / den
+            a = (sy - b * sx) / n_seen
+        for i in range(K):
+            if i == 0:
+                out[0] = 0.0
+                continue
+            if n_obs[i] > 0 or n_seen == 0:
+                out[i] = values[i]
+                if n_obs[i] > 0:
+                    prev = i
+                continue
+            if n_seen == 1:
+                est = b * i
+            elif i < lo or i > hi:
+                est = a + b * i
+            else:  # between prev and the next observed count
+                nxt = i + 1
+                while n_obs[nxt] == 0:
+                    nxt += 1
+                est = values[prev] + (values[nxt] - values[prev]) * (i - prev) / <double>(nxt - prev)
+            out[i] = est if est > i * slope else i * slope
+    return n_seen
