@@ -1,6 +1,7 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
-reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv`` and the
-scheduler loop ``sieve.sched._greedy``.
+reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv``, the
+checker's timing pass ``sieve.dram.checker._timing`` and the scheduler loop
+``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
 switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
@@ -37,6 +38,10 @@ exts = [
     # the command-log CSV formatter (its only importer is sieve/dram/log.py)
     Extension("sieve.dram._logcsv", ["sieve/dram/_logcsv.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
+    # the checker's timing pass (its only importer is sieve/dram/checker/timing.py; it shares
+    # nothing with the engine)
+    Extension("sieve.dram.checker._timing", ["sieve/dram/checker/_timing.pyx"],
+              define_macros=macros, extra_compile_args=compile_args),
     # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
     Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,
               extra_compile_args=compile_args),

@@ -1,4 +1,9 @@
-"""Timing rows for :mod:`sieve.dram.checker` (rule 1 of docs/checker.md), vectorised with numpy.
+"""Timing rows for :mod:`sieve.dram.checker` (rule 1 of docs/checker.md).
+
+:func:`check_timing` runs one compiled pass per level (``_timing.pyx``: for every command, the
+``w``-th most recent preceding command of each row's type at its node, from a ring of the last
+``w`` per node and type). :func:`check_timing_reference` is the same rule in numpy, the
+reference the tests hold the compiled pass to:
 
 For a row (level L, preceding p, following f, latency, window w, sibling s) and every command F
 of type f, the preceding commands P of type p at F's node at level L (or, for a sibling row, at
@@ -23,7 +28,14 @@ from sieve.dram.commands import COMMANDS, LEVEL_INDEX, LEVELS
 from sieve.dram.constraints import ResolvedConstraint
 from sieve.dram.spec import DramSpec, DramTiming
 
-__all__ = ["check_timing", "constraint_family", "constraint_text"]
+try:
+    from sieve.dram.checker import _timing
+except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+    from sieve.errors import NotBuiltError
+
+    raise NotBuiltError.of("checker timing pass", "sieve.dram.checker._timing", exc) from None
+
+__all__ = ["check_timing", "check_timing_reference", "constraint_family", "constraint_text"]
 
 _SCOPE = [LEVEL_INDEX[c.scope] for c in COMMANDS]
 #: Latency terms that only shift a constraint (command-to-data latencies, burst length); the
@@ -88,8 +100,65 @@ def _applicable_rows(spec: DramSpec) -> list[ResolvedConstraint]:
     return rows
 
 
+def _level_rows(spec: DramSpec) -> dict[int, list[ResolvedConstraint]]:
+    """The applicable rows by level, each level's in the order the checks report them (by
+    preceding command as first met, then as resolved)."""
+    by_level: dict[int, dict[int, list[ResolvedConstraint]]] = {}
+    for r in _applicable_rows(spec):
+        by_level.setdefault(r.level, {}).setdefault(r.preceding, []).append(r)
+    return {lv: [r for rows in by_p.values() for r in rows]
+            for lv, by_p in sorted(by_level.items())}
+
+
 def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
-    """Check every timing row against the log; add violations (family per row) to ``out``."""
+    """Check every timing row against the log; add violations (family per row) to ``out``.
+
+    One compiled pass per level (:func:`sieve.dram.checker._timing.check_level`: a ring of the
+    last ``window`` preceding commands per node and type); :func:`check_timing_reference` is
+    the numpy version (module docstring) the tests hold it to, violation for violation."""
+    n = v.n
+    if n == 0:
+        return
+    n_cmd = len(COMMANDS)
+    focus = np.ascontiguousarray(v.focus, dtype=bool).view(np.int8)
+    cmd = np.ascontiguousarray(v.cmd, dtype=np.int64)
+    tick = np.ascontiguousarray(v.tick, dtype=np.int64)
+    for lv, rows in _level_rows(spec).items():
+        order = sorted(range(len(rows)), key=lambda k: rows[k].following)  # stable
+        srt = [rows[k] for k in order]
+        f_start = np.searchsorted(np.array([r.following for r in srt], dtype=np.int64),
+                                  np.arange(n_cmd + 1)).astype(np.int64)
+        p_slot = np.full(n_cmd, -1, dtype=np.int64)
+        for k, p in enumerate(sorted({r.preceding for r in srt})):
+            p_slot[p] = k
+        checked = np.zeros(len(srt), dtype=np.int64)
+        n_nodes = int(np.prod(v.counts[:lv + 1]))
+        got = _timing.check_level(
+            np.ascontiguousarray(v.node[lv], dtype=np.int64), cmd, tick, focus, f_start,
+            np.array([r.preceding for r in srt], dtype=np.int64),
+            np.array([r.latency for r in srt], dtype=np.int64),
+            np.array([r.window for r in srt], dtype=np.int64),
+            np.array([bool(r.sibling) for r in srt], dtype=np.int8),
+            p_slot, n_nodes, int(v.counts[lv]), checked)
+        out.n_checked_pairs += int(checked.sum())
+        row, pos, prev, req = got
+        if row.size == 0:
+            continue
+        rank = np.empty(len(srt), dtype=np.int64)  # sorted row -> report order
+        rank[np.arange(len(srt))] = order
+        row = rank[row]
+        by_row = np.argsort(row, kind="stable")
+        cuts = np.searchsorted(row[by_row], np.arange(len(rows) + 1))
+        for k, r in enumerate(rows):
+            sel = by_row[cuts[k]:cuts[k + 1]]
+            if sel.size:
+                f = pos[sel]
+                code = out.code(constraint_family(r.source), constraint_text(r))
+                out.add(code, f, v.order[prev[sel]], v.ch[f], v.tick[f], req[sel])
+
+
+def check_timing_reference(spec: DramSpec, v: LogView, out: Collector) -> None:
+    """:func:`check_timing` in numpy, one ``searchsorted`` per row (module docstring)."""
     n = v.n
     if n == 0:
         return
