@@ -1,6 +1,7 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
 reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv``, the
-checker's timing pass ``sieve.dram.checker._timing`` and the scheduler loop
+checker's timing pass and state replay ``sieve.dram.checker._timing`` / ``._state`` and the
+scheduler loop
 ``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
@@ -41,6 +42,9 @@ exts = [
     # the checker's timing pass (its only importer is sieve/dram/checker/timing.py; it shares
     # nothing with the engine)
     Extension("sieve.dram.checker._timing", ["sieve/dram/checker/_timing.pyx"],
+              define_macros=macros, extra_compile_args=compile_args),
+    # the checker's bank-state replay (its only importer is sieve/dram/checker/state.py)
+    Extension("sieve.dram.checker._state", ["sieve/dram/checker/_state.pyx"],
               define_macros=macros, extra_compile_args=compile_args),
     # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
     Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,

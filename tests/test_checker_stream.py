@@ -220,12 +220,13 @@ def test_csv_fast_path_matches_the_line_loop(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["hbm3-6400", "hbm2-2000", "b200-hbm3e-pim", "duplex-logic-pim",
                                   "b200-logic-pim", "neupims-hbm2-pim"])
-def test_compiled_timing_pass_matches_the_numpy_rows(name, monkeypatch):
-    """The timing rows' compiled pass (one ring per node and preceding command) reports the
-    same violations, in the same order, with the same checked-pair count, as the numpy
-    searchsorted version, on clean logs, logs with moved and deleted commands, PIM programs
-    (bundles) and per chunk of a streamed check."""
-    from sieve.dram.checker import timing
+def test_compiled_passes_match_the_numpy_rules(name, monkeypatch):
+    """The timing rows' compiled pass (one ring per node and preceding command) and the
+    compiled state replay (last setter per bank, SID and PC) report the same violations, in
+    the same order, with the same messages and checked-pair count, as the numpy versions, on
+    clean logs, logs with moved and deleted commands, PIM programs (bundles: SID setters and
+    checks) and per chunk of a streamed check."""
+    from sieve.dram.checker import state, timing
 
     spec = get_spec(name)
     logs = [_requests(spec, n=1500, channels=2)]
@@ -240,15 +241,18 @@ def test_compiled_timing_pass_matches_the_numpy_rows(name, monkeypatch):
         fast_chunks = _chunked(log, spec, 333)
         with monkeypatch.context() as m:
             m.setattr(timing, "check_timing", timing.check_timing_reference)
+            m.setattr(state, "check_state", state.check_state_reference)
             slow = checker.check_log(log, spec, chunk=0)
             slow_chunks = _chunked(log, spec, 333)
         assert _key(fast) == _key(slow)
+        assert [str(v) for v in fast.violations] == [str(v) for v in slow.violations]
         assert _key(fast_chunks) == _key(slow_chunks) == _key(fast)
-    assert {"tRCD", "tCCD", "tRRD", "tRP"} <= families  # the faults reach the timing rows
+    # the faults reach the timing rows and the state replay
+    assert {"tRCD", "tCCD", "tRRD", "tRP", "state"} <= families
 
 
 def test_compiled_timing_pass_refuses_bad_buffers():
-    """No argument makes the compiled pass read or write outside its buffers."""
+    """No argument makes the compiled timing pass read or write outside its buffers."""
     from sieve.dram.checker import _timing
 
     z = np.zeros(3, dtype=np.int64)
@@ -267,3 +271,64 @@ def test_compiled_timing_pass_refuses_bad_buffers():
                            f_start=np.array([0, 1])), "slot")):
         with pytest.raises(ValueError, match=msg):
             _timing.check_level(**{**ok, **bad})
+
+
+def test_compiled_state_replay_refuses_bad_buffers():
+    """No argument makes the compiled state replay read or write outside its buffers."""
+    from sieve.dram.checker import _state
+
+    z = np.zeros(2, dtype=np.int64)
+    i8 = np.zeros(2, dtype=np.int8)
+    kinds = (1, 2, 3, 4, 5, 6, 8, 7)
+    ok = dict(kind=np.array([1, 3]), buf=z, scope=np.array([1, 1], dtype=np.int8), focus=i8,
+              bank_id=np.array([0, 5]), sid_id=np.array([0, 1]), pc_id=z, row=z)
+    _state.replay(*ok.values(), 0, 8, 4, 8, 2, *kinds)
+    for bad, counts, msg in ((dict(bank_id=np.array([0, 9])), (8, 4, 8, 2), "out of range"),
+                             (dict(sid_id=np.array([0, 0])), (8, 4, 8, 2), "not nested"),
+                             (dict(row=z[:1]), (8, 4, 8, 2), "one length"),
+                             ({}, (8, 3, 8, 2), "nest"),
+                             ({}, (8, 4, 8, 3), "SIDs per PC")):
+        with pytest.raises(ValueError, match=msg):
+            _state.replay(*{**ok, **bad}.values(), 0, *counts, *kinds)
+
+
+@pytest.mark.parametrize("name,seed", [("b200-logic-pim", 1), ("b200-logic-pim", 2),
+                                       ("duplex-logic-pim", 3), ("b200-hbm3e-pim", 4)])
+def test_compiled_state_replay_on_random_mixed_logs(name, seed, monkeypatch):
+    """Random logs that mix bank, SID and PC setters and checks on a few banks and rows (so
+    SID and PC checks often find their banks changed since the unit's own setter and look at
+    each bank): the compiled replay reports what the numpy replay reports, message for
+    message, whole and in chunks."""
+    from sieve.dram.checker import state
+    from sieve.dram.commands import COMMAND_INDEX
+    from sieve.dram.log import LOG_DTYPE
+
+    spec = get_spec(name)
+    names = ["ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REFab", "REFpb"]
+    if spec.pim is not None:
+        names += ["ACTAB", "MACAB", "PREAB"]
+        if spec.pim.bundles > 1:
+            names += ["ACTSB", "MACSB", "PRESB"]
+    rng = np.random.default_rng(seed)
+    n = 3000
+    log = np.zeros(n, dtype=LOG_DTYPE)
+    log["tick"] = np.cumsum(rng.integers(1, 4, n))
+    log["seq"] = np.arange(n)
+    log["cmd"] = [COMMAND_INDEX[c] for c in rng.choice(names, n)]
+    log["ch"] = rng.integers(0, 2, n)
+    log["pc"] = rng.integers(0, spec.org.pseudochannels, n)
+    log["sid"] = rng.integers(0, spec.org.sids, n)
+    log["bg"] = rng.integers(0, 2, n)
+    log["bank"] = rng.integers(0, 2, n)
+    log["row"] = rng.integers(0, 3, n)
+    slow_msgs = 0
+    for chunk in (0, 257):
+        fast = checker.check_log(log, spec, chunk=chunk)
+        with monkeypatch.context() as m:
+            m.setattr(state, "check_state", state.check_state_reference)
+            slow = checker.check_log(log, spec, chunk=chunk)
+        assert [str(v) for v in fast.violations] == [str(v) for v in slow.violations]
+        assert _key(fast) == _key(slow)
+        slow_msgs += sum(" of the PC " in v.constraint or " of the SID " in v.constraint
+                         for v in fast.violations)
+    assert slow_msgs > 0  # the per-bank path ran

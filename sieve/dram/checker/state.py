@@ -1,4 +1,8 @@
-"""Bank-state replay for :mod:`sieve.dram.checker` (rule 3 of docs/checker.md), vectorised.
+"""Bank-state replay for :mod:`sieve.dram.checker` (rule 3 of docs/checker.md).
+
+:func:`check_state` is one compiled pass per row buffer (``_state.pyx``);
+:func:`check_state_reference` is the same rule vectorised in numpy, as described here, and the
+reference the tests hold the compiled pass to.
 
 Each bank has one row buffer per buffer kind (two with PIM dual row buffers, else one shared
 buffer). The state of a bank buffer before a command is fixed by the most recent *setter* of
@@ -36,7 +40,14 @@ from sieve.dram.commands import (
 )
 from sieve.dram.spec import DramSpec
 
-__all__ = ["check_state"]
+try:
+    from sieve.dram.checker import _state
+except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+    from sieve.errors import NotBuiltError
+
+    raise NotBuiltError.of("checker state replay", "sieve.dram.checker._state", exc) from None
+
+__all__ = ["check_state", "check_state_reference"]
 
 _KIND = np.array([c.kind for c in COMMANDS], dtype=np.int64)
 _BANK_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["bank"] for c in COMMANDS])
@@ -85,7 +96,51 @@ def _state_of_banks(bank_set: _Setters, sid_set: _Setters, pc_set: _Setters, ban
 
 
 def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
-    """Replay row-buffer state per bank and buffer; add "state" violations to ``out``."""
+    """Replay row-buffer state per bank and buffer; add "state" violations to ``out``.
+
+    One compiled pass per buffer (``_state.pyx``: each bank's, SID's and PC's last setter
+    kept as the log is walked); :func:`check_state_reference` is the numpy version (module
+    docstring) the tests hold it to, violation for violation."""
+    n = v.n
+    if n == 0:
+        return
+    org = spec.org
+    bpp = org.banks_per_pc
+    bps = org.bankgroups * org.banks
+    bufs = command_buffers(spec)
+    nbuf = int(bufs.max()) + 1
+    cmd = np.where(v.valid, v.cmd, 0)
+    kind = np.ascontiguousarray(np.where(v.valid, _KIND[cmd], -1), dtype=np.int64)
+    scope = np.where(~v.valid, _state.SCOPE_NONE,
+                     np.where(_BANK_SCOPE[cmd], _state.SCOPE_BANK,
+                              np.where(_SID_SCOPE[cmd], _state.SCOPE_SID, _state.SCOPE_PC)))
+    scope = np.ascontiguousarray(scope, dtype=np.int8)
+    focus = np.ascontiguousarray(v.focus, dtype=bool).view(np.int8)
+    buf = np.ascontiguousarray(bufs[cmd], dtype=np.int64)
+    cols = [np.ascontiguousarray(x, dtype=np.int64) for x in (v.node[4], v.node[2], v.node[1],
+                                                              v.row)]
+    n_banks = int(np.prod(v.counts))
+    tick_req = v.tick
+    for b in range(nbuf):
+        what, p, st, setter, bank = _state.replay(
+            kind, buf, scope, focus, *cols, b, n_banks, bps, bpp, org.sids, KIND_OPEN,
+            KIND_CLOSE, KIND_READ, KIND_WRITE, KIND_READ_AP, KIND_WRITE_AP, KIND_MAC,
+            KIND_REFRESH)
+        m = what == 0
+        k = kind[p[m]]
+        _report_bank(out, v, p[m], st[m], setter[m], (k != KIND_OPEN) & (k != KIND_REFRESH),
+                     b, tick_req)
+        for code, unit in ((1, "SID"), (2, "PC")):
+            for uniform in (True, False):
+                m = (what == code) & ((bank == -1) == uniform)
+                pm = p[m]
+                want = np.where(kind[pm] == KIND_MAC, v.row[pm], -1)
+                _report_pc(out, v, pm, want, st[m], setter[m], bank[m], b, tick_req,
+                           unit=unit)
+
+
+def check_state_reference(v: LogView, spec: DramSpec, out: Collector) -> None:
+    """:func:`check_state` in numpy, with searchsorted over the setters (module docstring)."""
     n = v.n
     if n == 0:
         return
