@@ -1,6 +1,7 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
 reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv``, the
-checker's timing pass and state replay ``sieve.dram.checker._timing`` / ``._state`` and the
+checker's timing pass, state replay and CSV reader ``sieve.dram.checker._timing`` /
+``._state`` / ``._csvlog`` and the
 scheduler loop
 ``sieve.sched._greedy``.
 
@@ -42,6 +43,9 @@ exts = [
     # the checker's timing pass (its only importer is sieve/dram/checker/timing.py; it shares
     # nothing with the engine)
     Extension("sieve.dram.checker._timing", ["sieve/dram/checker/_timing.pyx"],
+              define_macros=macros, extra_compile_args=compile_args),
+    # the checker's CSV log fast path (its only importer is sieve/dram/checker/logfile.py)
+    Extension("sieve.dram.checker._csvlog", ["sieve/dram/checker/_csvlog.pyx"],
               define_macros=macros, extra_compile_args=compile_args),
     # the checker's bank-state replay (its only importer is sieve/dram/checker/state.py)
     Extension("sieve.dram.checker._state", ["sieve/dram/checker/_state.pyx"],

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=300_000)
     ap.add_argument("--big-requests", type=int, default=3_000_000)
-    ap.add_argument("--csv-commands", type=int, default=500_000)
+    ap.add_argument("--csv-commands", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=Path, help="update the checker section of this file")
     args = ap.parse_args(argv)

@@ -182,9 +182,11 @@ def test_long_log_checks_in_bounded_memory(tmp_path):
 
 
 def test_csv_fast_path_matches_the_line_loop(tmp_path, monkeypatch):
-    """The CSV reader parses plain lines in numpy (command names replaced by ids); any line it
-    cannot (a numeric command, a blank or CR line, a number past int64, an unknown name) sends
-    the block to the line loop, whose records and first-error message are the reference."""
+    """The CSV reader parses plain lines in one compiled pass; any line it does not take (a
+    numeric command, a blank or CR line, a number past int64, an unknown name, a sign, a
+    space, an underscore, a field too many or too few, a value out of range) sends the block
+    to the line loop, whose records or first-error message are the reference: the outcome is
+    the same either way."""
     from sieve.dram.checker import logfile
     from sieve.errors import TraceFormatError
 
@@ -216,6 +218,42 @@ def test_csv_fast_path_matches_the_line_loop(tmp_path, monkeypatch):
     (tmp_path / "crlf.csv").write_text(text.replace("\n", "\r\n"))
     got = checker.read_csv_log(tmp_path / "crlf.csv")
     assert np.array_equal(got["tick"], fast["tick"])
+    # lines the compiled pass refuses and the loop may accept or refuse: the same outcome
+    odd = {
+        "plus": ",".join(["+" + parts[0], *parts[1:]]),
+        "space": ",".join([" " + parts[0], *parts[1:]]),
+        "underscore": ",".join([parts[0][:1] + "_" + parts[0][1:] if len(parts[0]) > 1
+                                else parts[0], *parts[1:]]),
+        "name space": ",".join([parts[0], " " + parts[1], *parts[2:]]),
+        "alias": ",".join([parts[0], "PREsb" if parts[1] == "PRE" else parts[1], *parts[2:]]),
+        "minus one": ",".join([*parts[:-1], "-1"]),
+        "minus two": ",".join([*parts[:-1], "-2"]),
+        "2**31": ",".join([*parts[:-1], str(2 ** 31)]),
+        "2**61": ",".join([*parts[:-1], str(2 ** 61)]),
+        "clock 0": ",".join(["0", *parts[1:]]),
+        "clock max": ",".join([str((1 << 62) + 2), *parts[1:]]),
+        "extra field": ",".join([*parts, "7"]),
+        "short": ",".join(parts[:-1]),
+        "empty field": ",".join([*parts[:-1], ""]),
+        "minus only": ",".join([*parts[:-1], "-"]),
+        "blank": "",
+        "cr": first + "\r",
+    }
+    for name, line in odd.items():
+        for tail in ("\n", ""):  # with and without a newline at the end of the file
+            body = "\n".join([head, *rest[:50], line]) + tail
+            (tmp_path / "odd.csv").write_text(body)
+            outcome = []
+            for loop_only in (False, True):
+                if loop_only:
+                    monkeypatch.setattr(logfile, "_csv_fast", lambda *a, **k: None)
+                try:
+                    got = checker.read_csv_log(tmp_path / "odd.csv")
+                    outcome.append([got[f].tolist() for f in got.dtype.names])
+                except TraceFormatError as exc:
+                    outcome.append(str(exc))
+                monkeypatch.undo()
+            assert outcome[0] == outcome[1], (name, tail)
 
 
 @pytest.mark.parametrize("name", ["hbm3-6400", "hbm2-2000", "b200-hbm3e-pim", "duplex-logic-pim",
