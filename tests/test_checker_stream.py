@@ -280,6 +280,7 @@ def test_compiled_passes_match_the_numpy_rules(name, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(timing, "check_timing", timing.check_timing_reference)
             m.setattr(state, "check_state", state.check_state_reference)
+            m.setattr(stream, "_carry", stream._carry_timing_reference)
             slow = checker.check_log(log, spec, chunk=0)
             slow_chunks = _chunked(log, spec, 333)
         assert _key(fast) == _key(slow)
@@ -287,6 +288,16 @@ def test_compiled_passes_match_the_numpy_rules(name, monkeypatch):
         assert _key(fast_chunks) == _key(slow_chunks) == _key(fast)
     # the faults reach the timing rows and the state replay
     assert {"tRCD", "tCCD", "tRRD", "tRP", "state"} <= families
+    # the carry to the next chunk: the same records
+    from sieve.dram.checker.core import LogView, level_counts
+
+    log = logs[-1]
+    view = LogView.build(log, np.ones(len(log), dtype=bool), level_counts(spec))
+    gidx = np.arange(len(log))
+    for windows in ([1] * 5, [1, 4, 2, 1, 3]):
+        a = stream._carry(log, gidx, view, windows)
+        b = stream._carry_timing_reference(log, gidx, view, windows)
+        assert np.array_equal(a[1], b[1]) and a[1].size < len(log)
 
 
 def test_compiled_timing_pass_refuses_bad_buffers():

@@ -173,3 +173,32 @@ def check_level(const int64_t[::1] node, const int64_t[::1] cmd, const int64_t[:
     free(found.prev)
     free(found.req)
     return out
+
+
+def mark_last(const int64_t[::1] node, const int64_t[::1] cmd, int64_t n_nodes, int64_t n_cmd,
+              int64_t window, int8_t[::1] keep):
+    """Mark in ``keep`` the last ``window`` positions of every (node, command) pair (node ids
+    in [0, n_nodes), -1: not at this level; commands in [0, n_cmd)): what a streamed check
+    carries to the next chunk for the timing rows (sieve.dram.checker.stream; the numpy
+    version there is the reference the tests compare with)."""
+    cdef Py_ssize_t n = node.shape[0], i
+    cdef int64_t k
+    if cmd.shape[0] != n or keep.shape[0] != n or n_nodes < 0 or n_cmd < 1 or window < 0:
+        raise ValueError("mark_last: lengths or counts do not match")
+    for i in range(n):
+        if node[i] >= n_nodes or (node[i] >= 0 and not (0 <= cmd[i] < n_cmd)):
+            raise ValueError("mark_last: node id or command out of range")
+    cdef int64_t* seen = <int64_t*>malloc(max(n_nodes * n_cmd, 1) * sizeof(int64_t))
+    if seen == NULL:
+        raise MemoryError("mark_last: cannot allocate the counts")
+    with nogil:
+        for i in range(n_nodes * n_cmd):
+            seen[i] = 0
+        for i in range(n - 1, -1, -1):
+            if node[i] < 0:
+                continue
+            k = node[i] * n_cmd + cmd[i]
+            if seen[k] < window:
+                seen[k] += 1
+                keep[i] = 1
+    free(seen)

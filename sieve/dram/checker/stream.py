@@ -34,7 +34,7 @@ from sieve.dram.checker.rules import (
     check_refresh,
 )
 from sieve.dram.checker.state import check_state
-from sieve.dram.checker.timing import check_timing
+from sieve.dram.checker.timing import _timing, check_timing
 from sieve.dram.commands import LEVELS
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.spec import DramSpec
@@ -113,8 +113,34 @@ def run_rules(log: np.ndarray, v: LogView, spec: DramSpec, out: Collector, enabl
 def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
            ) -> tuple[np.ndarray, np.ndarray]:
     """The commands later chunks may look back to: per level, node and command type the last
-    ``windows[level]`` ones in (tick, seq) order, and per channel the last one in seq
-    order."""
+    ``windows[level]`` ones in (tick, seq) order (a compiled reverse scan,
+    ``_timing.mark_last``; :func:`_carry_timing_reference` is the numpy version), and per
+    channel the last one in seq order."""
+    keep = np.zeros(v.n, dtype=np.int8)
+    n_cmd = int(v.cmd.max()) + 1 if v.n else 1
+    cmd = np.ascontiguousarray(v.cmd, dtype=np.int64)
+    for lv in range(len(LEVELS)):
+        _timing.mark_last(np.ascontiguousarray(v.node[lv], dtype=np.int64), cmd,
+                          int(np.prod(v.counts[:lv + 1])), n_cmd, int(windows[lv]), keep)
+    return _with_channel_tails(log, gidx, v, keep.view(bool))
+
+
+def _with_channel_tails(log, gidx, v: LogView, keep: np.ndarray):
+    """``keep`` plus the last command of each channel in seq order (any command: the order
+    rule); the kept records in file order."""
+    ch, seq = v.ch, v.seq
+    o = ordered_by(ch, seq)
+    tail = np.append(ch[o][1:] != ch[o][:-1], True)
+    keep[o[tail]] = True
+    pos = np.flatnonzero(keep)
+    idx = v.order[pos]
+    idx.sort()  # keep the file order of the carried commands
+    return log[idx], gidx[idx]
+
+
+def _carry_timing_reference(log: np.ndarray, gidx: np.ndarray, v: LogView,
+                            windows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_carry` with the per-level marks in numpy (the reference of the tests)."""
     keep = np.zeros(v.n, dtype=bool)
     n_cmd = int(v.cmd.max()) + 1 if v.n else 1
     for lv in range(len(LEVELS)):
@@ -133,15 +159,7 @@ def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
             group_end = np.repeat(ends, np.diff(np.append(0, ends)))
             last = (group_end - np.arange(ks.size)) <= window
         keep[sel[o[last]]] = True
-    # the last command of each channel in seq order (any command: the order rule)
-    ch, seq = v.ch, v.seq
-    o = ordered_by(ch, seq)
-    tail = np.append(ch[o][1:] != ch[o][:-1], True)
-    keep[o[tail]] = True
-    pos = np.flatnonzero(keep)
-    idx = v.order[pos]
-    idx.sort()  # keep the file order of the carried commands
-    return log[idx], gidx[idx]
+    return _with_channel_tails(log, gidx, v, keep)
 
 
 def check_chunks(chunks: Iterable[np.ndarray], spec: DramSpec, *,
