@@ -254,10 +254,17 @@ def test_the_pim_watchdog_stops_a_livelock():
 
 # ---- Ctrl-C ----------------------------------------------------------------------------------
 
+def _sigint_default() -> None:
+    # a shell that starts the test run in the background (nohup, `&` without job control)
+    # ignores SIGINT, the child inherits that and Python then installs no KeyboardInterrupt
+    # handler: restore the default so the child sees Ctrl-C as a terminal user's run would
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args: list[str], after_s: float = 3.0) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
+                         env=env, preexec_fn=_sigint_default)
     time.sleep(after_s)
     assert p.poll() is None, "the run ended before it could be interrupted"
     p.send_signal(signal.SIGINT)
