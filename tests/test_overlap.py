@@ -102,8 +102,8 @@ def test_other_attention_timing_is_a_lower_bound_of_the_schedule():
     part when it is blocked. Qwen3-30B-A3B MATH-500 B=32 on one B200: attention on PIM is the
     bottleneck, and the term is filled at some decisions."""
     from sieve.sched import methods as registry
-    from sieve.sched.methods import Method
     from sieve.sched.cp import sieve_cp
+    from sieve.sched.methods import Method
 
     seen = []
 

@@ -333,6 +333,7 @@ def fill_unobserved(const double[::1] values, const int64_t[::1] n_obs, double s
                 nxt = i + 1
                 while n_obs[nxt] == 0:
                     nxt += 1
-                est = values[prev] + (values[nxt] - values[prev]) * (i - prev) / <double>(nxt - prev)
+                est = (values[prev] + (values[nxt] - values[prev]) * (i - prev)
+                       / <double>(nxt - prev))
             out[i] = est if est > i * slope else i * slope
     return n_seen

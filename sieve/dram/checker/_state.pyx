@@ -11,7 +11,7 @@
 # nothing with the engine.
 
 from libc.stdint cimport int8_t, int64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -24,31 +24,20 @@ cdef enum:  # scope classes of a command (per position)
 SCOPE_NONE, SCOPE_BANK, SCOPE_SID, SCOPE_PC = C_NONE, C_BANK, C_SID, C_PC
 
 
-cdef struct Found:
-    int64_t* cols      # 5 int64 per violation: kind of check, pos, state, setter, bank
-    Py_ssize_t n
-    Py_ssize_t cap
+include "_found.pxi"
 
 
-cdef int _push(Found* f, int64_t what, int64_t pos, int64_t st, int64_t setter,
-               int64_t bank) noexcept nogil:
-    cdef Py_ssize_t cap
-    cdef int64_t* a
-    if f.n == f.cap:
-        cap = 2 * f.cap + 64
-        a = <int64_t*>realloc(f.cols, 5 * cap * sizeof(int64_t))
-        if a == NULL:
-            return -1
-        f.cols = a
-        f.cap = cap
-    a = f.cols + 5 * f.n
-    a[0] = what
-    a[1] = pos
-    a[2] = st
-    a[3] = setter
-    a[4] = bank
-    f.n += 1
-    return 0
+cdef inline int _check_failed(Found* f, int64_t what, int64_t pos, int64_t st, int64_t setter,
+                              int64_t bank) noexcept nogil:
+    """Record one failed check: its kind (0 bank, 1 SID, 2 PC), position, the offending state
+    and its setter, the first offending bank of the unit (-1: all)."""
+    cdef int64_t rec[5]
+    rec[0] = what
+    rec[1] = pos
+    rec[2] = st
+    rec[3] = setter
+    rec[4] = bank
+    return _push(f, rec)
 
 
 cdef inline void _bank_state(int64_t bank, int64_t bps, int64_t bpp, const int64_t* bpos,
@@ -129,8 +118,7 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
     cdef int64_t* pval = ppos + n_pcs
     cdef int64_t* psub = pval + n_pcs
     cdef Found found
-    found.cols = NULL
-    found.n = found.cap = 0
+    _found_init(&found, 5)
     cdef int err = 0
     with nogil:
         for j in range(2 * n_banks + 3 * n_sids + 3 * n_pcs):
@@ -148,7 +136,7 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
                         _bank_state(bank_id[i], bps, bpp, bpos, bval, spos, sval, ppos, pval,
                                     &st, &at)
                         if (st != -1) if (k == k_open or k == k_refresh) else (st != row[i]):
-                            err = _push(&found, 0, i, st, at, -1)
+                            err = _check_failed(&found, 0, i, st, at, -1)
                 else:
                     if scope[i] == C_SID:
                         check = (k == k_open or k == k_mac) and buf[i] == b
@@ -171,8 +159,8 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
                             nb = bpp
                         if sub <= sp:  # nothing below the unit changed since its setter
                             if sv != want:
-                                err = _push(&found, 1 if scope[i] == C_SID else 2, i, sv,
-                                            sp, -1)
+                                err = _check_failed(&found, 1 if scope[i] == C_SID else 2,
+                                                    i, sv, sp, -1)
                         else:
                             first = -1
                             for j in range(nb):
@@ -184,8 +172,8 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
                                     first_at = at
                                     break
                             if first >= 0:
-                                err = _push(&found, 1 if scope[i] == C_SID else 2, i,
-                                            first_st, first_at, first)
+                                err = _check_failed(&found, 1 if scope[i] == C_SID else 2,
+                                                    i, first_st, first_at, first)
                 if err:
                     break
             # ---- the command as a setter of this buffer ----
@@ -214,13 +202,4 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
     if err:
         free(found.cols)
         raise MemoryError("replay: cannot grow the violation buffer")
-    out = tuple(np.empty(found.n, dtype=np.int64) for _ in range(5))
-    cdef int64_t[::1] o0 = out[0], o1 = out[1], o2 = out[2], o3 = out[3], o4 = out[4]
-    for j in range(found.n):
-        o0[j] = found.cols[5 * j]
-        o1[j] = found.cols[5 * j + 1]
-        o2[j] = found.cols[5 * j + 2]
-        o3[j] = found.cols[5 * j + 3]
-        o4[j] = found.cols[5 * j + 4]
-    free(found.cols)
-    return out
+    return _columns(&found)

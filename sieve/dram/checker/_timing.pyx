@@ -14,51 +14,12 @@
 # indices), so no argument can make the loop read or write out of bounds.
 
 from libc.stdint cimport int8_t, int64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
 
-cdef struct Found:
-    int64_t* row
-    int64_t* pos
-    int64_t* prev
-    int64_t* req
-    Py_ssize_t n
-    Py_ssize_t cap
-
-
-cdef int _push(Found* f, int64_t row, int64_t pos, int64_t prev, int64_t req) noexcept nogil:
-    cdef Py_ssize_t cap
-    cdef int64_t* a
-    cdef int64_t* b
-    cdef int64_t* c
-    cdef int64_t* d
-    if f.n == f.cap:
-        cap = 2 * f.cap + 64
-        a = <int64_t*>realloc(f.row, cap * sizeof(int64_t))
-        if a == NULL:
-            return -1
-        f.row = a
-        b = <int64_t*>realloc(f.pos, cap * sizeof(int64_t))
-        if b == NULL:
-            return -1
-        f.pos = b
-        c = <int64_t*>realloc(f.prev, cap * sizeof(int64_t))
-        if c == NULL:
-            return -1
-        f.prev = c
-        d = <int64_t*>realloc(f.req, cap * sizeof(int64_t))
-        if d == NULL:
-            return -1
-        f.req = d
-        f.cap = cap
-    f.row[f.n] = row
-    f.pos[f.n] = pos
-    f.prev[f.n] = prev
-    f.req[f.n] = req
-    f.n += 1
-    return 0
+include "_found.pxi"
 
 
 def check_level(const int64_t[::1] node, const int64_t[::1] cmd, const int64_t[::1] tick,
@@ -111,8 +72,8 @@ def check_level(const int64_t[::1] node, const int64_t[::1] cmd, const int64_t[:
     cdef int64_t* ring = <int64_t*>malloc(max(n_nodes * n_slots * W, 1) * sizeof(int64_t))
     cdef int64_t* count = <int64_t*>malloc(max(n_nodes * n_slots, 1) * sizeof(int64_t))
     cdef Found found
-    found.row = found.pos = found.prev = found.req = NULL
-    found.n = found.cap = 0
+    cdef int64_t rec[4]
+    _found_init(&found, 4)
     cdef int err = 0
     if ring == NULL or count == NULL:
         free(ring)
@@ -141,7 +102,11 @@ def check_level(const int64_t[::1] node, const int64_t[::1] cmd, const int64_t[:
                         prev = ring[base * W + (cnt - row_win[r]) % W]
                         req = tick[prev] + row_lat[r]
                         if tick[i] < req:
-                            if _push(&found, r, i, prev, req) < 0:
+                            rec[0] = r
+                            rec[1] = i
+                            rec[2] = prev
+                            rec[3] = req
+                            if _push(&found, rec) < 0:
                                 err = 1
                                 break
                     if err:
@@ -156,23 +121,9 @@ def check_level(const int64_t[::1] node, const int64_t[::1] cmd, const int64_t[:
     free(ring)
     free(count)
     if err:
-        free(found.row)
-        free(found.pos)
-        free(found.prev)
-        free(found.req)
+        free(found.cols)
         raise MemoryError("check_level: cannot grow the violation buffer")
-    out = tuple(np.empty(found.n, dtype=np.int64) for _ in range(4))
-    cdef int64_t[::1] o0 = out[0], o1 = out[1], o2 = out[2], o3 = out[3]
-    for k in range(found.n):
-        o0[k] = found.row[k]
-        o1[k] = found.pos[k]
-        o2[k] = found.prev[k]
-        o3[k] = found.req[k]
-    free(found.row)
-    free(found.pos)
-    free(found.prev)
-    free(found.req)
-    return out
+    return _columns(&found)
 
 
 def mark_last(const int64_t[::1] node, const int64_t[::1] cmd, int64_t n_nodes, int64_t n_cmd,
