@@ -235,6 +235,8 @@ ROWS = [
     (["dram", "--set", "bus_ck.FOO=1"], "bus_ck names unknown command 'FOO'"),
     (["dram", "--set", "bus_ck.ACT=0.7"], "not a whole number of ticks"),
     (["dram", "--set", "bus_ck.ACT=4.611686018427388e18"], "bus occupancy of ACT must be at most"),
+    # x ticks_per_ck overflows to infinity (found by the override fuzz test)
+    (["dram", "--set", "bus_ck.ACT=8.98846567431158e307"], "bus occupancy of ACT must be at most"),
     (["dram", "--set", "nRCDRD=1e3"], "timing nRCDRD must be an integer"),
     (["dram", "--set", "nRCDRD=nan"], "timing nRCDRD must be an integer"),
     (["dram", "--set", "nRCDRD=1_000"], "timing nRCDRD must be an integer"),

@@ -529,7 +529,9 @@ class DramSpec:
                                   f"(known: {choices(COMMAND_INDEX)})")
             if check_number(who, f"bus_ck.{cmd}", ck, lo=None) <= 0:
                 raise ConfigError(f"{who}: bus occupancy of {cmd} must be > 0 CK, got {ck}")
-            if self.bus_ticks(cmd) > MAX_TIMING:
+            # in CK first: a huge value times ticks_per_ck is infinite, which has no whole
+            # number of ticks to check (bus_ticks checks that next)
+            if ck * t.ticks_per_ck > MAX_TIMING or self.bus_ticks(cmd) > MAX_TIMING:
                 raise ConfigError(f"{who}: bus occupancy of {cmd} must be at most "
                                   f"{MAX_TIMING} ticks ({MAX_TIMING // t.ticks_per_ck} CK at "
                                   f"ticks_per_ck={t.ticks_per_ck}), got {ck} CK")
