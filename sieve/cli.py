@@ -1229,8 +1229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_int_type(1, MAX_BATCH), required=True,
                    help="decode requests in the step")
     p.add_argument("--method", default="sieve", help="scheduler (default sieve): sieve, "
-                   "noexp, allexp, pimoe, duplex, gpu-only, sieve-noattn, sieve-nocomm, "
-                   "sieve-roofline, optimal")
+                   "sieve-cp, noexp, allexp, pimoe, duplex, gpu-only, or an ablation "
+                   "(sieve-noattn, sieve-cp-seedtable, ...; an unknown name lists them all)")
     p.add_argument("--system", default=None, help="system preset or .json/.toml file "
                    "(default: the seed's for its models, else sieve.hw.system.DEFAULT_SYSTEM: "
                    "sieve.system.setups.default_system; `sieve hardware` lists them)")
