@@ -100,6 +100,11 @@ class LogView:
     def n(self) -> int:
         return int(self.order.size)
 
+    def n_nodes(self, level: int) -> int:
+        """Node ids at ``level`` lie in ``[0, n_nodes(level))`` (they nest: the product of the
+        counts down to it)."""
+        return int(np.prod(self.counts[:level + 1]))
+
     @classmethod
     def build(cls, log: np.ndarray, valid: np.ndarray, counts: np.ndarray,
               focus_from: int = 0) -> LogView:

@@ -119,7 +119,7 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     buf = np.ascontiguousarray(bufs[cmd], dtype=np.int64)
     cols = [np.ascontiguousarray(x, dtype=np.int64) for x in (v.node[4], v.node[2], v.node[1],
                                                               v.row)]
-    n_banks = int(np.prod(v.counts))
+    n_banks = v.n_nodes(len(v.counts) - 1)
     tick_req = v.tick
     for b in range(nbuf):
         what, p, st, setter, bank = _state.replay(

@@ -121,7 +121,7 @@ def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
     cmd = np.ascontiguousarray(v.cmd, dtype=np.int64)
     for lv in range(len(LEVELS)):
         _timing.mark_last(np.ascontiguousarray(v.node[lv], dtype=np.int64), cmd,
-                          int(np.prod(v.counts[:lv + 1])), n_cmd, int(windows[lv]), keep)
+                          v.n_nodes(lv), n_cmd, int(windows[lv]), keep)
     return _with_channel_tails(log, gidx, v, keep.view(bool))
 
 

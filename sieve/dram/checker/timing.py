@@ -132,21 +132,18 @@ def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
         for k, p in enumerate(sorted({r.preceding for r in srt})):
             p_slot[p] = k
         checked = np.zeros(len(srt), dtype=np.int64)
-        n_nodes = int(np.prod(v.counts[:lv + 1]))
         got = _timing.check_level(
             np.ascontiguousarray(v.node[lv], dtype=np.int64), cmd, tick, focus, f_start,
             np.array([r.preceding for r in srt], dtype=np.int64),
             np.array([r.latency for r in srt], dtype=np.int64),
             np.array([r.window for r in srt], dtype=np.int64),
             np.array([bool(r.sibling) for r in srt], dtype=np.int8),
-            p_slot, n_nodes, int(v.counts[lv]), checked)
+            p_slot, v.n_nodes(lv), int(v.counts[lv]), checked)
         out.n_checked_pairs += int(checked.sum())
         row, pos, prev, req = got
         if row.size == 0:
             continue
-        rank = np.empty(len(srt), dtype=np.int64)  # sorted row -> report order
-        rank[np.arange(len(srt))] = order
-        row = rank[row]
+        row = np.array(order, dtype=np.int64)[row]  # sorted row -> report order
         by_row = np.argsort(row, kind="stable")
         cuts = np.searchsorted(row[by_row], np.arange(len(rows) + 1))
         for k, r in enumerate(rows):
