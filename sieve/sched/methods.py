@@ -15,7 +15,8 @@ options that make the variant. The Sieve ablations (issue 9) are variants of "si
 ``sieve-cp`` (:mod:`sieve.sched.cp`) is not an ablation but a variant: the same sort, scan and
 cost table, judged by the end of the layer's expert phase on its dependency graph; it reads the
 table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is the same method
-reading them at the seed's roofline fallback.
+reading them at the seed's roofline fallback. Both skip a layer's decision after one that saved
+less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -26,9 +27,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sieve.errors import lookup
+from sieve.errors import ConfigError, lookup
 from sieve.sched.baselines import allexp, duplex, gpu_only, noexp, pimoe
-from sieve.sched.cp import sieve_cp
+from sieve.sched.cp import sieve_cp, sieve_cp_start
 from sieve.sched.estimator import Estimator
 from sieve.sched.greedy import sieve
 from sieve.sched.optimal import optimal
@@ -44,7 +45,9 @@ class Method:
 
     ``static``: the partition is fixed, not decided per step (no decision time is charged);
     ``uses_pim``: the method runs anything on PIM (False: the GPU-only reference, which also
-    leaves attention on the GPU)."""
+    leaves attention on the GPU); ``start``: the split the method takes without deciding
+    when a decision did not pay for itself (``(load, est, **options) -> Partition``; None:
+    it decides every time; :mod:`sieve.sched.amortize`)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -53,9 +56,18 @@ class Method:
     doc: str = ""
     static: bool = False
     uses_pim: bool = True
+    start: Callable[..., Partition] | None = None
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
-        part = self.fn(load, est, **self.options)
+        return self._label(self.fn(load, est, **self.options))
+
+    def start_split(self, load: LayerLoad, est: Estimator) -> Partition:
+        """The split taken when a decision is skipped (``start``; ConfigError if none)."""
+        if self.start is None:
+            raise ConfigError(f"scheduler {self.name!r} never skips a decision (no start split)")
+        return self._label(self.start(load, est, **self.options))
+
+    def _label(self, part: Partition) -> Partition:
         if part.method != self.name:
             part.__dict__["method"] = self.name  # a fresh object: label it with the variant
         return part
@@ -63,10 +75,13 @@ class Method:
 
 SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
-    Method("sieve-cp", sieve_cp, doc="the seed's greedy judged by the layer's critical path "
-           "(end of the expert phase on its dependency graph) instead of one max"),
-    Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"},
+    Method("sieve-cp", sieve_cp, start=sieve_cp_start,
+           doc="the seed's greedy judged by the layer's critical path (end of the expert phase "
+           "on its dependency graph) instead of one max; skips decisions that do not pay"),
+    Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"}, start=sieve_cp_start,
            doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
+    Method("sieve-cp-always", sieve_cp,
+           doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),

@@ -139,6 +139,9 @@ class Partition:
         placement: EP group of every local expert (mapping "ep").
         est_group_pim_ns: EP: the estimated PIM load of every group (PIMoE's channel loads).
         steps: candidate moves the algorithm evaluated (its work, for the overhead model).
+        est_gain_ns: what the split saves over the method's starting split by the method's own
+            estimate (``sieve-cp``: all on PIM; None for methods that do not say), read by
+            :class:`sieve.sched.amortize.DecisionMemo`.
     """
 
     method: str
@@ -154,11 +157,12 @@ class Partition:
     placement: np.ndarray | None = None
     est_group_pim_ns: np.ndarray | None = field(default=None, repr=False)
     steps: int = 0
+    est_gain_ns: float | None = None
 
     @classmethod
     def _trusted(cls, method: str, counts: np.ndarray, on_pim: np.ndarray, pim_order: str,
                  mapping: str, est_comm_ns: float, est_gpu_ns: float, est_pim_ns: float,
-                 steps: int) -> Partition:
+                 steps: int, est_gain_ns: float | None = None) -> Partition:
         """Build without re-validating: for callers whose ``on_pim`` is a bool array of
         ``counts``' shape that is False where ``counts`` is 0 (the compiled Sieve loop)."""
         p = object.__new__(cls)
@@ -166,7 +170,8 @@ class Partition:
         d.update(method=method, counts=counts, on_pim=on_pim, pim_order=pim_order,
                  mapping=mapping, attention_on_pim=True, est_comm_ns=est_comm_ns,
                  est_gpu_ns=est_gpu_ns, est_pim_ns=est_pim_ns, pcs_per_expert=None,
-                 placement=None, est_group_pim_ns=None, steps=steps)
+                 placement=None, est_group_pim_ns=None, steps=steps,
+                 est_gain_ns=est_gain_ns)
         return p
 
     def __post_init__(self):

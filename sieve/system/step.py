@@ -82,6 +82,7 @@ from sieve.limits import MAX_LAYERS
 from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
+from sieve.sched.amortize import DecisionMemo
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
@@ -134,7 +135,9 @@ class StepOptions:
             roofline at the GPU's calibrated achievable rates; default), "roofline" (at spec
             peaks) or "precise" (the calibrated models, kernel by kernel).
         scheduler_ns: decision time of a dynamic method per layer and GPU (None: the seed's
-            20 us per 256 activated experts, :data:`DEFAULT_SCHEDULER_NS`).
+            20 us per 256 activated experts, :data:`DEFAULT_SCHEDULER_NS`). A method with a
+            start split (``sieve-cp``) skips the decisions that did not pay last time and pays
+            none for them (:mod:`sieve.sched.amortize`).
         expert_dtype: dtype of the routed and shared experts' weights (None: the system's).
         kv_dtype: KV-cache element type ("bf16", "fp8").
         layers: simulate every layer (None) or K layers spread evenly and scale (module doc).
@@ -257,7 +260,8 @@ PIM_IDLE = "closed"
 
 class SystemState:
     """What carries across steps: every GPU's PIM device (refresh and row state), every GPU's
-    scheduler estimator (EMA tables) and attention observations, and the clock."""
+    scheduler estimator (EMA tables), attention observations and decision skips
+    (:mod:`sieve.sched.amortize`), and the clock."""
 
     def __init__(self, model, system: SystemConfig, options: StepOptions):
         self.model = model
@@ -277,6 +281,9 @@ class SystemState:
                         if system.has_pim
                         else [None] * n_sim)
         self.attn_seen: list[dict[str, float]] = [{} for _ in range(n_sim)]
+        # a method that skips decisions that do not pay: each GPU's per-layer skip state
+        self.memos = ([DecisionMemo() for _ in range(n_sim)] if meth.start is not None
+                      else None)
         self._pending: list[list] = [[] for _ in range(n_sim)]
         self._seq = 0
         self.now_ns = 0.0
@@ -566,12 +573,17 @@ class _Builder:
                                        priority=prio, info=self._info(g, layer, mb, "gpu")))
             joins.append(join)
             local = counts_all[self.expert_gpu == g] if not self.tp else counts_all
+            cost = self.o.decision_ns(int(np.count_nonzero(local)))
+            # a decision that did not pay last time is skipped (sieve.sched.amortize): the
+            # method's starting split, no decision time
+            skip = bool(cost > 0 and self.st.memos is not None
+                        and self.st.memos[g].skip(layer))
             sc = self.sched.add(Task(
-                "scheduler", (f"gpu{g}",), self.o.decision_ns(int(np.count_nonzero(local))),
+                "scheduler", (f"gpu{g}",), 0.0 if skip else cost,
                 deps=[metas[g]], priority=prio,
                 info=self._info(g, layer, mb, "gpu"),
                 on_start=self._decider(g, layer, li, mb, local, join,
-                                       [disp] if multi else [], copies, prio)))
+                                       [disp] if multi else [], copies, prio, skip, cost)))
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
         after = joins
@@ -620,7 +632,8 @@ class _Builder:
         self.attn_order.setdefault((g, mb), []).append(t)
         return t
 
-    def _decider(self, g, layer, li, mb, local, join, disp, copies, prio):
+    def _decider(self, g, layer, li, mb, local, join, disp, copies, prio, skip=False,
+                 cost=0.0):
         st = self.st
         model = self.model
 
@@ -647,13 +660,18 @@ class _Builder:
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est))
-            part = self.meth(load, est)
+            if skip:
+                part = self.meth.start_split(load, est)
+            else:
+                part = self.meth(load, est)
+                if st.memos is not None and cost > 0:
+                    st.memos[g].record(layer, part.est_gain_ns, cost)
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                  pim_order=part.pim_order, attention_on_pim=False,
                                  est_comm_ns=part.est_comm_ns, est_gpu_ns=part.est_gpu_ns)
             self.parts.append({"layer": layer, "mb": mb, "gpu": g, "decided_ns": s,
-                               **part.summary()})
+                               "decision_skipped": skip, **part.summary()})
             done = []
             gc = part.gpu_counts
             if gc.any():

@@ -1,0 +1,76 @@
+"""Skipping a layer's decision when deciding has not paid for itself (``sieve-cp``).
+
+A dynamic method pays its decision time on the critical path (seed §5: the Sieve scheduler
+"runs on the critical path", about 20 us per DeepSeek-R1 layer on a B200; sieve charges
+:meth:`sieve.system.step.StepOptions.decision_ns`). A static split pays nothing. Where the best
+split saves less than the decision costs - a few experts with one or two tokens each, Qwen3-30B
+on one B200 at B <= 4 - every decision loses to the static all-on-PIM split it starts from
+(docs/system.md §5), however good the decision is.
+
+``sieve-cp`` therefore remembers, per GPU and layer, what its last decision saved by its own
+estimate (``Partition.est_gain_ns``: the estimate of its starting split, all on PIM, minus that
+of the split it chose) against what the decision cost. When the saving was smaller than the
+cost, it skips the next decisions of that layer and runs its starting split without deciding,
+at no decision time; after the skips it decides again. Each decision that still does not pay
+doubles the skips (1, 2, 4, ... up to :data:`MAX_SKIP`); one that pays resets them, so a layer
+whose load grows (a larger batch, a prefill arriving) is decided every step again after at
+most :data:`MAX_SKIP` skipped decisions. In the steady state of a layer where deciding never
+pays, one decision in ``MAX_SKIP + 1`` is paid.
+
+The rule compares two numbers the method already has (its own estimates and the charged
+decision time): no threshold is fitted. The one constant, :data:`MAX_SKIP`, bounds how long a
+change of load goes unseen. ``sieve-cp-always`` (the registry) decides every time, for the
+comparison. This module holds the bookkeeping only; the step simulator
+(:mod:`sieve.system.step`) consults it when it builds a layer's decision task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from sieve.errors import ConfigError
+
+__all__ = ["MAX_SKIP", "DecisionMemo"]
+
+#: Most decisions of one layer skipped in a row (⚠ our choice, no source: 8 skipped decisions
+#: are 8 steps of decode, a few ms, before a grown load is seen; in the steady state where
+#: deciding never pays, 1 decision in 9 is still paid).
+MAX_SKIP = 8
+
+
+class DecisionMemo:
+    """Per-layer skip state of one GPU's scheduler (module docstring). Keys are any hashable
+    layer id; unknown keys decide."""
+
+    __slots__ = ("max_skip", "_state")
+
+    def __init__(self, max_skip: int = MAX_SKIP):
+        if isinstance(max_skip, bool) or not isinstance(max_skip, int) or max_skip < 0:
+            raise ConfigError(f"decision memo: max_skip must be an integer >= 0, got "
+                              f"{max_skip!r}")
+        self.max_skip = max_skip
+        self._state: dict[Hashable, list[int]] = {}  # key -> [skips left, last backoff]
+
+    def skip(self, key: Hashable) -> bool:
+        """Whether this decision of layer ``key`` is skipped (consumes one skip)."""
+        s = self._state.get(key)
+        if s is None or s[0] == 0:
+            return False
+        s[0] -= 1
+        return True
+
+    def record(self, key: Hashable, gain_ns: float | None, cost_ns: float) -> None:
+        """A decision of layer ``key`` was made: its estimated saving over the starting split
+        and its decision time (ns). A saving below the cost schedules skips (doubling up to
+        ``max_skip``); otherwise the layer decides every time again."""
+        s = self._state.setdefault(key, [0, 0])
+        if gain_ns is None or not gain_ns < cost_ns:  # pays (or no estimate): decide again
+            s[0] = s[1] = 0
+            return
+        s[1] = min(max(1, 2 * s[1]), self.max_skip)
+        s[0] = s[1]
+
+    def skips_left(self, key: Hashable) -> int:
+        """Decisions of layer ``key`` that will still be skipped."""
+        s = self._state.get(key)
+        return 0 if s is None else s[0]
