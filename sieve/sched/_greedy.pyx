@@ -13,6 +13,7 @@
 # a program pays once however many experts it runs (the GPU step of the "layer" order).
 
 from libc.stdint cimport int8_t, int64_t
+from libc.math cimport ceil, pow
 from libc.stdlib cimport free, malloc
 
 
@@ -148,18 +149,63 @@ Q_PP = 19     # PIM work of both, likewise
 # two-batch overlap: the other micro-batch's next attention (LayerTiming.other_attn_*)
 Q_OR = 20     # when it could start if nothing of this split delayed it (< 0: no such term)
 Q_OB = 21     # its kernels from the first weight load on, behind the GPU experts (< 0: none)
-Q_N = 22
+Q_J0 = 22     # out: the estimate of the starting split (all on PIM)
+Q_J = 23      # out: the estimate of the chosen split (Q_J0 - Q_J: the decision's saving)
+# the GPU experts' kernel as the calibrated kernel model combines it (sieve.hw.gpu): memory and
+# compute time as a p-norm, compute on token counts padded to whole tiles per expert
+Q_PN = 24     # the p of the combine (<= 0: max, the seed's roofline)
+Q_TMIN = 25   # smallest token tile of a grouped GEMM (0: no padding)
+Q_TMAX = 26   # largest token tile
+Q_N = 27
 
 
-cdef inline double _cp_gpu(double n, double tok, double w, double a, double f, double bw,
-                           double peak, double k0, double h, double g, double d) noexcept nogil:
-    """End of the GPU-side experts: the grouped GEMM streams its weights from when the HBM lane
-    is free (t_GPU = k0 + max(bytes / bw, FLOPs / peak)), and cannot end before its kernels'
-    fixed time k0 and its tokens' activations have run after the dispatch on a free compute
-    lane (work queued there, e.g. the other micro-batch's, goes first)."""
+cdef inline double _comb(double x, double y, double pn) noexcept nogil:
+    """Memory and compute time of one kernel: max (pn <= 0) or the p-norm
+    hi * (1 + (lo / hi)^pn)^(1 / pn) (sieve.hw.gpu._combine)."""
+    cdef double hi = x if x > y else y
+    cdef double lo = y if x > y else x
+    if pn <= 0 or hi <= 0:
+        return hi
+    return hi * pow(1.0 + pow(lo / hi, pn), 1.0 / pn)
+
+
+cdef inline double _pad(int64_t c, double tmin, double tmax) noexcept nogil:
+    """Token rows of one expert's tiles: c rounded up to whole tiles of the height the kernel
+    model picks (sieve.hw.gpu._token_tiles: tmax from tmax tokens on, else the next power of
+    two within [tmin, tmax]); c itself when tmax <= 0."""
+    if tmax <= 0 or c <= 0:
+        return <double>c
+    cdef double t = <double>c, tm
+    if t >= tmax:
+        tm = tmax
+    else:
+        tm = 1.0
+        while tm < t:
+            tm *= 2.0
+        if tm < tmin:
+            tm = tmin
+        if tm > tmax:
+            tm = tmax
+    return ceil(t / tm) * tm
+
+
+cdef inline double _cp_tgpu(double n, double tok, double tokp, double w, double a, double f,
+                            double bw, double peak, double k0, double pn) noexcept nogil:
+    """Kernel time of the GPU-side experts' grouped GEMM: t_GPU = k0 + comb(bytes / bw, FLOPs
+    of the padded tokens / peak); 0 without experts."""
     if n <= 0:
         return 0.0
-    cdef double t_gpu = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak)
+    return k0 + _comb((w * n + a * tok) / bw, f * tokp / peak, pn)
+
+
+cdef inline double _cp_gpu(double n, double tok, double t_gpu, double a, double bw, double k0,
+                           double h, double g, double d) noexcept nogil:
+    """End of the GPU-side experts: the grouped GEMM (t_gpu, _cp_tgpu) streams its weights
+    from when the HBM lane is free, and cannot end before its kernels' fixed time k0 and its
+    tokens' activations have run after the dispatch on a free compute lane (work queued there,
+    e.g. the other micro-batch's, goes first)."""
+    if n <= 0:
+        return 0.0
     return _dmax(h + t_gpu, _dmax(g, d) + k0 + a * tok / bw)
 
 
@@ -178,9 +224,8 @@ cdef inline double _cp_att(double e_g, double pim, double h, double p0, double p
     return pp + _dmax(pim, r - p0)
 
 
-cdef inline double _cp_obj(double t, double n, double tok, double pim, double w, double a,
-                           double f, double bw, double peak, double k0, double chain,
-                           double pg, double ph, double pp) noexcept nogil:
+cdef inline double _cp_obj(double t, double n, double t_gpu, double pim, double w, double bw,
+                           double chain, double pg, double ph, double pp) noexcept nogil:
     """The layer's estimate: the expert phase's end T after this micro-batch's own chain, and
     (two-batch overlap) each lane's work of both micro-batches with this split's: the GPU
     experts' weight stream on the HBM lane, the rest of their kernel time on the compute lane,
@@ -188,7 +233,7 @@ cdef inline double _cp_obj(double t, double n, double tok, double pim, double w,
     cdef double occ_h = 0.0, occ_g = 0.0
     if n > 0:
         occ_h = w * n / bw
-        occ_g = k0 + _dmax((w * n + a * tok) / bw, f * tok / peak) - occ_h
+        occ_g = t_gpu - occ_h
     return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
 
 
@@ -203,7 +248,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef Py_ssize_t K = table.shape[0]
     cdef Py_ssize_t i, j, n_act = 0, moved = 0, steps = 0
     cdef int64_t c, cmax = 0
-    cdef double pim, t_cur, e_g, e_p, t_new, pe, n_g = 0.0, tok_g = 0.0, eg_cur, ep_cur, p0
+    cdef double pim, t_cur, t0, e_g, e_p, t_new, pe, n_g = 0.0, tok_g = 0.0, eg_cur, ep_cur, p0
+    cdef double tokp_g = 0.0, cp, tg
     cdef int64_t* order
     cdef int64_t* start
     if on_pim.shape[0] != E or par.shape[0] < Q_N:
@@ -213,6 +259,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
     cdef double chain = par[Q_CHAIN], pg = par[Q_PG], ph = par[Q_PH], pp = par[Q_PP]
     cdef double orr = par[Q_OR], ob = par[Q_OB]
+    cdef double pn = par[Q_PN], tmin = par[Q_TMIN], tmax = par[Q_TMAX]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
     for i in range(E):
@@ -251,23 +298,26 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
         p0 = _dmax(p, d)  # the PIM program starts after its tokens and a free PIM
         eg_cur = 0.0
         ep_cur = p0 + pim if n_act > 0 else 0.0
-        t_cur = _dmax(_cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, a, f, bw,
-                              peak, k0, chain, pg, ph, pp),
+        t_cur = _dmax(_cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, bw, chain,
+                              pg, ph, pp),
                       _cp_att(0.0, pim, h, p0, pp, orr, ob))
+        t0 = t_cur
         for j in range(n_act):
             c = counts[order[j]]
             pe = table[c] if c < K else c * slope
-            e_g = _cp_gpu(n_g + 1, tok_g + c, w, a, f, bw, peak, k0, h, g, d)
+            cp = _pad(c, tmin, tmax)
+            tg = _cp_tgpu(n_g + 1, tok_g + c, tokp_g + cp, w, a, f, bw, peak, k0, pn)
+            e_g = _cp_gpu(n_g + 1, tok_g + c, tg, a, bw, k0, h, g, d)
             pim -= pe + (fixed if j == n_act - 1 else 0.0)
             e_p = p0 + pim if j < n_act - 1 else 0.0
-            t_new = _dmax(_cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tok_g + c,
-                                  pim if j < n_act - 1 else 0.0, w, a, f, bw, peak, k0, chain,
-                                  pg, ph, pp),
+            t_new = _dmax(_cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tg,
+                                  pim if j < n_act - 1 else 0.0, w, bw, chain, pg, ph, pp),
                           _cp_att(e_g, pim if j < n_act - 1 else 0.0, h, p0, pp, orr, ob))
             steps += 1
             if t_new < t_cur:
                 n_g += 1
                 tok_g += c
+                tokp_g += cp
                 eg_cur = e_g
                 ep_cur = e_p
                 t_cur = t_new
@@ -278,6 +328,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
         par[13] = eg_cur  # Q_EG
         par[14] = ep_cur  # Q_EP
         par[15] = <double>steps  # Q_STEPS
+        par[22] = t0  # Q_J0
+        par[23] = t_cur  # Q_J
     free(order)
     free(start)
     return moved

@@ -14,12 +14,19 @@ dependency graph, from when each resource is free (:class:`~sieve.sched.partitio
 filled by the step simulator from its schedule at the decision):
 
 * GPU experts: their grouped GEMM streams its weights once the HBM lane is free,
-  ``E_G = max(h + k0 + max(bytes(G) / bw, FLOPs(G) / peak), max(g, d) + k0 +
+  ``E_G = max(h + k0 + comb(bytes(G) / bw, FLOPs(pad(G)) / peak), max(g, d) + k0 +
   act_bytes(G) / bw)``: the weights (``h``: HBM free), and the kernels' fixed time and the
   activations of tokens that arrive with the dispatch (``d``) on a free compute lane (``g``,
   after the work queued there: under two-batch overlap the other micro-batch's); ``k0`` is its
-  kernel launches' fixed time (two grouped GEMMs, the GPU calibration's ``t0``), the rest the
-  seed's roofline at the estimator's rates;
+  kernel launches' fixed time (two grouped GEMMs, the GPU calibration's ``t0``), the rest at
+  the estimator's rates. ``comb`` and ``pad`` are the calibrated kernel model's
+  (:func:`sieve.hw.gpu.grouped_gemm_time_ns`, :func:`gpu_form`): memory and compute time
+  combined as a p-norm (``overlap_p``, fitted with the GPU calibration on measured GEMM rows)
+  and every expert's tokens padded to whole tiles; under ``estimator="roofline"`` (spec
+  peaks) they are the seed's max and no padding. On colocated (prefill) layers the kernel
+  model gives the GPU experts 11-14 % more time than the seed's max on unpadded tokens, which
+  moved 2-4 experts too many to the GPU (docs/system.md §5); waves are still left out (the
+  form must grow with every expert moved, which keeps the scan's estimate quasi-convex);
 * PIM experts: ``E_P = max(p, d) + T_PIM(S)`` (after their tokens and a free PIM; ``T_PIM``
   from the EMA table as the seed's, plus the program's once-paid GPU step);
 * ``T = max(C, E_G, E_P)``: the combine follows both, and cannot start before the link is
@@ -61,6 +68,13 @@ with few experts and a large batch spreads its counts over values a few steps le
 and the roofline there keeps experts on PIM that the layer finds slow (the oracle comparison,
 docs/validation.md). ``sieve-cp-seedtable`` reads the table as the seed does.
 
+**Decisions that do not pay.** A decision costs time on the critical path (the seed's 20 us
+per 256 activated experts) that the static all-on-PIM split does not pay. ``est_gain_ns`` of
+each partition is what the chosen split saves over all on PIM by this estimate; the step
+simulator skips a layer's next decisions while the last one saved less than it cost
+(:mod:`sieve.sched.amortize`; :func:`sieve_cp_start` is the split taken then).
+``sieve-cp-always`` decides every time.
+
 Two implementations, decision for decision the same (tests): the compiled loop
 (``sieve.sched._greedy.sieve_cp_greedy``) and :func:`sieve_cp_reference` in Python.
 :func:`cp_estimate` rates any split the same way. Times are nanoseconds.
@@ -83,8 +97,8 @@ except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt
 
     raise NotBuiltError.of("scheduler loop", "sieve.sched._greedy", exc) from None
 
-__all__ = ["FALLBACKS", "cp_estimate", "gpu_launch_ns", "sieve_cp", "sieve_cp_reference",
-           "timing_of"]
+__all__ = ["FALLBACKS", "cp_estimate", "gpu_form", "gpu_launch_ns", "padded_tokens", "sieve_cp",
+           "sieve_cp_reference", "sieve_cp_start", "timing_of"]
 
 #: How sieve-cp reads the runtime cost table's counts never observed (module docstring):
 #: "observed" (default: estimated from the observed counts, EmaCostTable.filled) or "roofline"
@@ -109,6 +123,42 @@ def gpu_launch_ns(est: Estimator) -> float:
     return 2.0 * s.gpu_calibration.t0_gemm_ns(s.gpu.run_dtype(s.dtype))
 
 
+def gpu_form(est: Estimator) -> tuple[float, float, float]:
+    """How sieve-cp combines its GPU experts' memory and compute time: ``(p, tile_min,
+    tile_max)``. The calibrated kernel model's (:func:`sieve.hw.gpu.grouped_gemm_time_ns`: the
+    p-norm of the two, the tokens of each expert padded to whole tiles; the GPU calibration's
+    ``overlap_p``, ``tile_m_min``, ``tile_m_max``) unless the estimator is the seed's roofline
+    at spec peaks (``estimator="roofline"``): then ``(0, 0, 0)``, max and no padding."""
+    from sieve.hw.estimates import RooflineCostModel
+
+    if isinstance(est.cost, RooflineCostModel) and not est.cost.achievable:
+        return 0.0, 0.0, 0.0
+    cal = est.system.gpu_calibration
+    p = float(cal.overlap_p)
+    return (0.0 if np.isinf(p) else p), float(cal.tile_m_min), float(cal.tile_m_max)
+
+
+def padded_tokens(counts: np.ndarray, tile_min: float, tile_max: float) -> float:
+    """Token rows of the experts' tiles (:func:`gpu_form`; the compiled loop's ``_pad``): each
+    count rounded up to whole tiles of ``tile_max`` rows from ``tile_max`` tokens on, else of
+    the next power of two within ``[tile_min, tile_max]``; the plain sum when ``tile_max`` is
+    0."""
+    c = np.asarray(counts, dtype=np.float64)
+    c = c[c > 0]
+    if tile_max <= 0 or c.size == 0:
+        return float(c.sum())
+    pow2 = np.exp2(np.ceil(np.log2(np.maximum(c, 1.0))))
+    tm = np.where(c >= tile_max, tile_max, np.clip(pow2, tile_min, tile_max))
+    return float((np.ceil(c / tm) * tm).sum())
+
+
+def _combine(x: float, y: float, p: float) -> float:
+    hi, lo = max(x, y), min(x, y)
+    if p <= 0 or hi <= 0:
+        return hi
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
+
+
 def _affine(est: Estimator) -> GpuAffine:
     aff = est.gpu_affine(())
     if aff is None:  # a non-roofline cost model: take the seed's roofline at achievable rates
@@ -119,7 +169,7 @@ def _affine(est: Estimator) -> GpuAffine:
 
 
 _STATIC = (_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK, _greedy.Q_K0,
-           _greedy.Q_SLOPE)
+           _greedy.Q_SLOPE, _greedy.Q_PN, _greedy.Q_TMIN, _greedy.Q_TMAX)
 _QH, _QG, _QD, _QP, _QC, _QF = (_greedy.Q_H, _greedy.Q_G, _greedy.Q_D, _greedy.Q_P,
                                 _greedy.Q_C, _greedy.Q_FIXED)
 _QCH, _QPG, _QPH, _QPP = _greedy.Q_CHAIN, _greedy.Q_PG, _greedy.Q_PH, _greedy.Q_PP
@@ -135,7 +185,8 @@ def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
     if cached is None or cached[0] is not aff:
         par = array("d", bytes(8 * _NPAR))
         for i, v in zip(_STATIC, (aff.w, aff.a, aff.f, aff.bytes_per_ns, aff.flops_per_ns,
-                                  gpu_launch_ns(est), est.table("tp").slope)):
+                                  gpu_launch_ns(est), est.table("tp").slope,
+                                  *gpu_form(est))):
             par[i] = v
         cached = est.__dict__["_cp_par"] = (aff, par)
     par = cached[1]
@@ -169,8 +220,10 @@ def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
     e_g = occ_g = occ_h = 0.0
     if n:
         k0 = gpu_launch_ns(est)
-        t_gpu = k0 + max((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
-                         aff.f * tok / aff.flops_per_ns)
+        p, t_min, t_max = gpu_form(est)
+        tokp = padded_tokens(c[gpu], t_min, t_max)
+        t_gpu = k0 + _combine((aff.w * n + aff.a * tok) / aff.bytes_per_ns,
+                              aff.f * tokp / aff.flops_per_ns, p)
         e_g = max(t.hbm_ready_ns + t_gpu,
                   max(t.gpu_ready_ns, t.dispatch_ns) + k0 + aff.a * tok / aff.bytes_per_ns)
         occ_h = aff.w * n / aff.bytes_per_ns
@@ -245,7 +298,9 @@ def sieve_cp_reference(load: LayerLoad, est: Estimator, fallback: str = "observe
 
 def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
     """The critical-path Sieve's partition of one layer (module docstring); ``fallback``: how
-    it reads the cost table's unobserved counts (:data:`FALLBACKS`)."""
+    it reads the cost table's unobserved counts (:data:`FALLBACKS`). ``est_gain_ns``: the
+    estimate of all on PIM minus that of the chosen split (what deciding saved, by the
+    method's own estimate; :mod:`sieve.sched.amortize`)."""
     filled = _filled(fallback)
     aff = est.gpu_affine(())
     if aff is None:
@@ -254,8 +309,10 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     if src == "model":
         on_pim, steps = sieve_cp_reference(load, est, fallback)
         e_g, e_p = _ends(load, est, aff, on_pim, filled)
+        gain = (_total(load, est, aff, load.counts > 0, filled)
+                - _total(load, est, aff, on_pim, filled)) if load.counts.any() else 0.0
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
-                                  e_g, e_p, steps)
+                                  e_g, e_p, steps, gain)
     par = _params(load, est, aff)
     table = est.table("tp")
     if filled and load.counts.size:
@@ -266,6 +323,17 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     on_pim = np.empty(load.counts.size, dtype=np.int8)
     if _greedy.sieve_cp_greedy(load.counts, values, on_pim, par) < 0:
         raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")
+    gain = float(par[_greedy.Q_J0] - par[_greedy.Q_J]) if load.counts.any() else 0.0
     return Partition._trusted("sieve-cp", load.counts, on_pim.view(bool), est.pim_order, "tp",
                               0.0, float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP]),
-                              int(par[_greedy.Q_STEPS]))
+                              int(par[_greedy.Q_STEPS]), gain)
+
+
+def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
+    """The split sieve-cp starts its scan from, every activated expert on PIM, taken without
+    deciding (a skipped decision, :mod:`sieve.sched.amortize`); ``fallback`` is accepted for
+    the registry's options and unused."""
+    _filled(fallback)
+    on_pim = load.counts > 0
+    return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0, 0.0,
+                              0.0, 0)
