@@ -40,6 +40,21 @@ def test_skips_double_up_to_the_bound_and_reset_when_deciding_pays():
     assert m.skips_left("B") == m.skips_left("C") == 0
 
 
+def test_a_larger_load_is_decided():
+    """A skip is taken only while the layer's load is no larger than at the decision that did
+    not pay; a larger load decides (and a decision that pays forgets the load)."""
+    m = DecisionMemo()
+    m.record("L", 0.1, 1.0, load=5)
+    assert m.skips_left("L") == 1
+    assert not m.skip("L", 6) and m.skips_left("L") == 1  # grew: decided, skip kept
+    assert m.skip("L", 5) and m.skips_left("L") == 0
+    m.record("L", 0.1, 1.0, load=3)  # backoff 2, at load 3
+    assert m.skip("L", 1) and not m.skip("L", 4) and m.skip("L") and m.skips_left("L") == 0
+    m.record("L", 2.0, 1.0, load=3)  # pays: no skips, no remembered load
+    m.record("L", 0.1, 1.0)  # no load given: any load skips
+    assert m.skip("L", 10 ** 6)
+
+
 def test_max_skip_bounds_and_zero_never_skips():
     m = DecisionMemo(max_skip=2)
     assert _pattern(m, 0, [0.0] * 20, n=12) == "ds" + "dss" + "dss" + "dss" + "d"
@@ -84,6 +99,22 @@ def test_the_step_skips_decisions_that_did_not_pay():
     mine = r.row["throughput_tok_s_gpu"]
     assert mine >= 0.99 * allexp
     assert mine > always
+
+
+def test_expert_parallel_skips_only_what_did_not_grow():
+    """gpt-oss-120b on four B200s at B=8: a GPU's share of a layer swings between one expert
+    with one token (nothing to gain) and a dozen tokens (several us to gain). sieve-cp never
+    skips a decision whose layer brings this GPU more token-expert pairs than the decision
+    that did not pay, so it loses nothing to deciding every time."""
+    kw = dict(model="gpt-oss-120b", system="4xb200", batch=8, steps=4, warmup=1, layers=2,
+              seed=0)
+    a = simulate_run(RunConfig(method="sieve-cp", **kw), keep_steps=True)
+    b = simulate_run(RunConfig(method="sieve-cp-always", **kw), keep_steps=True)
+    assert a.row["throughput_tok_s_gpu"] >= 0.998 * b.row["throughput_tok_s_gpu"]
+    for s in a.steps:
+        for p in s.partitions:
+            if p["decision_skipped"]:
+                assert p["experts_gpu"] == 0
 
 
 def test_a_layer_whose_decisions_pay_decides_every_step():

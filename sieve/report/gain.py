@@ -28,7 +28,8 @@ SEED_BASELINES = ("noexp", "allexp", "pimoe")
 _NOT_KEY = {"method", "tpot_ms", "step_ms_p50", "step_ms_min", "step_ms_max",
             "throughput_tok_s_gpu", "interactivity_tok_s_user", "processed_tok_s_gpu",
             "gpu_busy_frac", "hbm_busy_frac", "pim_busy_frac", "link_busy_frac",
-            "experts_pim_frac", "tokens_pim_frac", "mean_context", "prefill_requests",
+            "experts_pim_frac", "tokens_pim_frac", "decisions_skipped_frac", "mean_context",
+            "prefill_requests",
             "layers_simulated", "n_layers", *GAIN_COLUMNS}
 
 

@@ -12,10 +12,19 @@ estimate (``Partition.est_gain_ns``: the estimate of its starting split, all on 
 of the split it chose) against what the decision cost. When the saving was smaller than the
 cost, it skips the next decisions of that layer and runs its starting split without deciding,
 at no decision time; after the skips it decides again. Each decision that still does not pay
-doubles the skips (1, 2, 4, ... up to :data:`MAX_SKIP`); one that pays resets them, so a layer
-whose load grows (a larger batch, a prefill arriving) is decided every step again after at
-most :data:`MAX_SKIP` skipped decisions. In the steady state of a layer where deciding never
-pays, one decision in ``MAX_SKIP + 1`` is paid.
+doubles the skips (1, 2, 4, ... up to :data:`MAX_SKIP`); one that pays resets them. Two things
+keep a skip from hiding a decision that would pay:
+
+* the layer's load: a skip is taken only while the layer brings no more token-expert pairs to
+  this GPU than at the decision that did not pay (known when the step builds the layer, from
+  the routing's counts); a larger load is decided. Under expert parallelism a GPU's share of a
+  layer swings from one expert with one token (nothing to gain) to a dozen tokens (several us
+  to gain) between steps;
+* the estimate itself: before the runtime cost table has observed any PIM time the method's
+  saving is the roofline's, not evidence, and ``sieve-cp`` reports none (no skips follow).
+
+In the steady state of a layer where deciding never pays, one decision in ``MAX_SKIP + 1`` is
+paid.
 
 The rule compares two numbers the method already has (its own estimates and the charged
 decision time): no threshold is fitted. The one constant, :data:`MAX_SKIP`, bounds how long a
@@ -42,7 +51,7 @@ class DecisionMemo:
     """Per-layer skip state of one GPU's scheduler (module docstring). Keys are any hashable
     layer id; unknown keys decide."""
 
-    __slots__ = ("max_skip", "_state")
+    __slots__ = ("max_skip", "_state", "_load")
 
     def __init__(self, max_skip: int = MAX_SKIP):
         if isinstance(max_skip, bool) or not isinstance(max_skip, int) or max_skip < 0:
@@ -50,25 +59,38 @@ class DecisionMemo:
                               f"{max_skip!r}")
         self.max_skip = max_skip
         self._state: dict[Hashable, list[int]] = {}  # key -> [skips left, last backoff]
+        self._load: dict[Hashable, float] = {}  # key -> load of the decision that did not pay
 
-    def skip(self, key: Hashable) -> bool:
-        """Whether this decision of layer ``key`` is skipped (consumes one skip)."""
+    def skip(self, key: Hashable, load: float | None = None) -> bool:
+        """Whether this decision of layer ``key`` is skipped (consumes one skip). ``load``:
+        the layer's load now (its token-expert pairs on this GPU); a load larger than at the
+        decision that did not pay is decided."""
         s = self._state.get(key)
         if s is None or s[0] == 0:
+            return False
+        then = self._load.get(key)
+        if load is not None and then is not None and load > then:
             return False
         s[0] -= 1
         return True
 
-    def record(self, key: Hashable, gain_ns: float | None, cost_ns: float) -> None:
+    def record(self, key: Hashable, gain_ns: float | None, cost_ns: float,
+               load: float | None = None) -> None:
         """A decision of layer ``key`` was made: its estimated saving over the starting split
-        and its decision time (ns). A saving below the cost schedules skips (doubling up to
-        ``max_skip``); otherwise the layer decides every time again."""
+        (None: the method has no estimate yet) and its decision time (ns), and the layer's
+        load. A saving below the cost schedules skips (doubling up to ``max_skip``);
+        otherwise the layer decides every time again."""
         s = self._state.setdefault(key, [0, 0])
         if gain_ns is None or not gain_ns < cost_ns:  # pays (or no estimate): decide again
             s[0] = s[1] = 0
+            self._load.pop(key, None)
             return
         s[1] = min(max(1, 2 * s[1]), self.max_skip)
         s[0] = s[1]
+        if load is None:
+            self._load.pop(key, None)
+        else:
+            self._load[key] = float(load)
 
     def skips_left(self, key: Hashable) -> int:
         """Decisions of layer ``key`` that will still be skipped."""

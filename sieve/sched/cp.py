@@ -300,7 +300,8 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     """The critical-path Sieve's partition of one layer (module docstring); ``fallback``: how
     it reads the cost table's unobserved counts (:data:`FALLBACKS`). ``est_gain_ns``: the
     estimate of all on PIM minus that of the chosen split (what deciding saved, by the
-    method's own estimate; :mod:`sieve.sched.amortize`)."""
+    method's own estimate; :mod:`sieve.sched.amortize`); None while the runtime cost table
+    has observed nothing."""
     filled = _filled(fallback)
     aff = est.gpu_affine(())
     if aff is None:
@@ -323,7 +324,10 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     on_pim = np.empty(load.counts.size, dtype=np.int8)
     if _greedy.sieve_cp_greedy(load.counts, values, on_pim, par) < 0:
         raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")
-    gain = float(par[_greedy.Q_J0] - par[_greedy.Q_J]) if load.counts.any() else 0.0
+    # what deciding saved; none before the table observed anything (the roofline's saving,
+    # not evidence: sieve.sched.amortize)
+    gain = (float(par[_greedy.Q_J0] - par[_greedy.Q_J]) if load.counts.any() else 0.0) \
+        if table.updates or src == "roofline" else None
     return Partition._trusted("sieve-cp", load.counts, on_pim.view(bool), est.pim_order, "tp",
                               0.0, float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP]),
                               int(par[_greedy.Q_STEPS]), gain)

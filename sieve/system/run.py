@@ -316,6 +316,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
     ex_all = sum(p["experts_active"] for p in parts)
     tok_pim = sum(p["tokens_pim"] for p in parts)
     tok_all = sum(p["tokens_pim"] + p["tokens_gpu"] for p in parts)
+    skipped = sum(bool(p.get("decision_skipped")) for p in parts)
     overrides = {f"system.{k}": v for k, v in cfg.system_overrides}  # one column per key
     fit, _, how = resolve_router(model.name, cfg.router)
     if cfg.trace is not None:
@@ -339,6 +340,7 @@ def _summary(cfg, model, system, steps, contexts, prefills, processed) -> dict[s
         **{f"{k}_busy_frac": float(np.mean(v)) for k, v in busy.items()},
         "experts_pim_frac": ex_pim / ex_all if ex_all else 0.0,
         "tokens_pim_frac": tok_pim / tok_all if tok_all else 0.0,
+        "decisions_skipped_frac": skipped / len(parts) if parts else 0.0,
         "mean_context": float(np.mean(contexts)), "prefill_requests": float(np.mean(prefills)),
         **overrides,
     }

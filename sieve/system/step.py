@@ -576,14 +576,16 @@ class _Builder:
             cost = self.o.decision_ns(int(np.count_nonzero(local)))
             # a decision that did not pay last time is skipped (sieve.sched.amortize): the
             # method's starting split, no decision time
+            pairs = int(local.sum())
             skip = bool(cost > 0 and self.st.memos is not None
-                        and self.st.memos[g].skip(layer))
+                        and self.st.memos[g].skip(layer, pairs))
             sc = self.sched.add(Task(
                 "scheduler", (f"gpu{g}",), 0.0 if skip else cost,
                 deps=[metas[g]], priority=prio,
                 info=self._info(g, layer, mb, "gpu"),
                 on_start=self._decider(g, layer, li, mb, local, join,
-                                       [disp] if multi else [], copies, prio, skip, cost)))
+                                       [disp] if multi else [], copies, prio, skip, cost,
+                                       pairs)))
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
         after = joins
@@ -633,7 +635,7 @@ class _Builder:
         return t
 
     def _decider(self, g, layer, li, mb, local, join, disp, copies, prio, skip=False,
-                 cost=0.0):
+                 cost=0.0, pairs=0):
         st = self.st
         model = self.model
 
@@ -665,7 +667,7 @@ class _Builder:
             else:
                 part = self.meth(load, est)
                 if st.memos is not None and cost > 0:
-                    st.memos[g].record(layer, part.est_gain_ns, cost)
+                    st.memos[g].record(layer, part.est_gain_ns, cost, pairs)
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                  pim_order=part.pim_order, attention_on_pim=False,
