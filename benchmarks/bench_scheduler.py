@@ -6,8 +6,10 @@ One line per (method, activated experts): the median and the 10th/90th percentil
 decisions in microseconds, and the ratio to ``noexp`` (a method that only builds its
 partition and estimates: the framework's own cost) measured in the same run. Every expert is
 activated with 1-8 tokens (seeded), PIM holds 10 us of attention and the layer 5 us of
-communication, under the seed's roofline estimator for gpt-oss-120b's expert shape on 4xb200
-(the shape does not change the work of the algorithm); sieve-cp also gets the layer's timing
+communication, under the runs' default estimator (the seed's roofline at the calibrated
+achievable rates, so sieve-cp prices its GPU experts with the calibration's p-norm and tiles)
+for gpt-oss-120b's expert shape on 4xb200 (the shape does not change the work of the
+algorithm); sieve-cp also gets the layer's timing
 (HBM free after 3 us, the dispatch after 20 us, PIM after 10 us), as a step gives it.
 ``sieve-cp*`` is sieve-cp with a table that has observations and was updated before every
 decision (its cached reading of unobserved counts, ``EmaCostTable.filled``, recomputed each
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--experts", default="64,128,256,512")
     args = ap.parse_args(argv)
     shape = ExpertShape(2880, 2880)
-    cost = hw.RooflineCostModel("4xb200")
+    cost = hw.RooflineCostModel("4xb200", achievable=True)  # StepOptions.estimator's default
     rng = np.random.default_rng(0)
     print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()}"
           f", numpy {np.__version__}; median of {args.repeat} single decisions")
