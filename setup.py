@@ -31,7 +31,7 @@ directives = {
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 macros = [("SIEVE_DEBUG_BUILD", "1" if DEBUG else "0")]
 exts = [
-    # the DRAM/PIM command engine (its only door is sieve/dram/device.py)
+    # the DRAM/PIM command engine (its only door is sieve/dram/engine.py)
     Extension("sieve._dram", ["sieve/_dram.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
     # the LoadStore trace reader (its only importer is sieve/dram/memtrace.py)

@@ -325,9 +325,9 @@ def _log_path(text: str | None):
 def _cmd_dram(args: argparse.Namespace) -> int:
     import json
 
-    from sieve.dram import device as dram
     from sieve.dram import memtrace
     from sieve.dram import presets as specs
+    from sieve.dram.controller import ControllerConfig, simulate_requests
     from sieve.errors import ConfigError
 
     log_path = _log_path(args.log)  # before any work
@@ -348,22 +348,21 @@ def _cmd_dram(args: argparse.Namespace) -> int:
         trace = memtrace.synthetic_trace(args.pattern or "seq", args.requests,
                                          stride_bytes=args.request_bytes,
                                          write_fraction=args.write_fraction, seed=args.seed)
-    controller = dram.ControllerConfig(queue_size=args.queue,
-                                       write_high_watermark=args.write_high,
-                                       write_low_watermark=args.write_low,
-                                       page_policy=args.page, lifecycle=args.lifecycle,
-                                       inject_per_tick=args.inject_per_tick)
+    controller = ControllerConfig(queue_size=args.queue,
+                                  write_high_watermark=args.write_high,
+                                  write_low_watermark=args.write_low,
+                                  page_policy=args.page, lifecycle=args.lifecycle,
+                                  inject_per_tick=args.inject_per_tick)
     if log_path is None:
-        res = dram.simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
-                                     request_bytes=args.request_bytes, controller=controller)
+        res = simulate_requests(spec, trace, channels=args.channels, mapping=args.mapping,
+                                request_bytes=args.request_bytes, controller=controller)
     else:  # streamed to a temporary file as the run goes, moved into place at its end
         from sieve.dram.log import LogWriter
 
         with LogWriter(log_path) as writer:
-            res = dram.simulate_requests(spec, trace, channels=args.channels,
-                                         mapping=args.mapping,
-                                         request_bytes=args.request_bytes,
-                                         controller=controller, log_sink=writer.write)
+            res = simulate_requests(spec, trace, channels=args.channels,
+                                    mapping=args.mapping, request_bytes=args.request_bytes,
+                                    controller=controller, log_sink=writer.write)
     if args.json:
         d = res.to_dict()
         d["trace"] = trace.source
@@ -403,8 +402,8 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
     import json
 
     from sieve import pim
-    from sieve.dram import device as dram
     from sieve.dram import presets as specs
+    from sieve.dram.pim_device import run_pim
 
     spec = specs.get_spec(specs.DEFAULT_SPEC if args.spec is None else args.spec,
                           _parse_overrides(args.set))
@@ -416,7 +415,7 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
                               f"{args.col_groups!r}")
     lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs,
                           col_groups=cg)
-    res = dram.run_pim(spec, [lay.kernel])
+    res = run_pim(spec, [lay.kernel])
     internal = spec.pim_internal_bandwidth_gbs * lay.n_pcs / spec.org.total_pseudochannels
     roof_ns = lay.weight_bytes * args.tokens / internal
     out = {

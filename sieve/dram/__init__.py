@@ -1,4 +1,4 @@
-"""DRAM/PIM memory systems and the only door into the compiled engine ``sieve._dram``.
+"""DRAM/PIM memory systems, and the compiled engine ``sieve._dram`` behind one door.
 
 Layer: bottom (imports only :mod:`sieve.errors` and :mod:`sieve.outputs`). Modules:
 
@@ -9,14 +9,23 @@ Layer: bottom (imports only :mod:`sieve.errors` and :mod:`sieve.outputs`). Modul
 * :mod:`~sieve.dram.presets` - named presets with sources, spec files, :func:`get_spec`;
 * :mod:`~sieve.dram.mapping`, :mod:`~sieve.dram.memtrace` - address mapping and request traces;
 * :mod:`~sieve.dram.log` - the command-log record shared by the engine and the checker;
-* :mod:`~sieve.dram.device` - the door into ``sieve._dram``: :class:`DramDevice`,
-  :func:`simulate_requests` (with :class:`ControllerConfig`), :class:`PimDevice` (PIM
-  programs back to back on one device, :class:`ProgramMemo`) and :func:`run_pim`;
+* :mod:`~sieve.dram.pimmode` - the PIM mode protocols (command sequences around kernels);
+* :mod:`~sieve.dram.engine` - the door: the only module that imports ``sieve._dram``; the
+  engine's status codes and the checks that its command order and log record match;
+* :mod:`~sieve.dram.device` - :class:`DramDevice` (one command at a time) and
+  :class:`Address`;
+* :mod:`~sieve.dram.controller` - front end 1: :func:`simulate_requests` with
+  :class:`ControllerConfig`, :class:`DramResult`;
+* :mod:`~sieve.dram.pim_device` - front end 2: :class:`GemvKernel`, :class:`PimDevice` (PIM
+  programs back to back on one device), :class:`PimResult`, :func:`run_pim`;
+* :mod:`~sieve.dram.symmetry` - the channel classes of the PIM device's symmetric fast path;
+* :mod:`~sieve.dram.memo` - :class:`ProgramMemo`, the exact memo of PIM programs;
 * :mod:`sieve.dram.checker` - the independent timing checker (never imports the engine).
 
-The device names are loaded on first use, so specs, presets and the checker work without
-touching the compiled engine; ``import sieve.dram.device`` raises
-:class:`~sieve.errors.NotBuiltError` with the build command when the engine is missing.
+The engine-side names are loaded on first use, so specs, presets and the checker work without
+touching the compiled engine; ``import sieve.dram.engine`` (and so of every module above it:
+device, controller, pim_device, symmetry) raises :class:`~sieve.errors.NotBuiltError` with the
+build command when the engine is missing.
 """
 
 from sieve.dram.commands import (  # noqa: F401
@@ -67,29 +76,32 @@ from sieve.dram.spec import (  # noqa: F401
     ns_to_ck,
 )
 
-_DEVICE_NAMES = frozenset({
-    "Address",
-    "BARRIER_SCOPES",
-    "ControllerConfig",
-    "DEBUG_BUILD",
-    "DramDevice",
-    "DramResult",
-    "GemvKernel",
-    "IDLE_POLICIES",
-    "PimDevice",
-    "PimResult",
-    "ProgramMemo",
-    "STATUS_MESSAGES",
-    "run_pim",
-    "simulate_requests",
-})
+#: The names that need the compiled engine, by the module that owns each (loaded on first use).
+_ENGINE_NAMES = {
+    "Address": "device",
+    "BARRIER_SCOPES": "pim_device",
+    "ControllerConfig": "controller",
+    "DEBUG_BUILD": "engine",
+    "DramDevice": "device",
+    "DramResult": "controller",
+    "GemvKernel": "pim_device",
+    "IDLE_POLICIES": "pim_device",
+    "PimDevice": "pim_device",
+    "PimResult": "pim_device",
+    "ProgramMemo": "memo",
+    "STATUS_MESSAGES": "engine",
+    "run_pim": "pim_device",
+    "simulate_requests": "controller",
+}
 
 
 def __getattr__(name: str):
-    if name in _DEVICE_NAMES:
-        from sieve.dram import device
+    if name in _ENGINE_NAMES:
+        from sieve.dram import controller, device, engine, memo, pim_device
 
-        return getattr(device, name)
+        rooms = {"controller": controller, "device": device, "engine": engine, "memo": memo,
+                 "pim_device": pim_device}
+        return getattr(rooms[_ENGINE_NAMES[name]], name)
     raise AttributeError(f"module 'sieve.dram' has no attribute {name!r}")
 
 

@@ -2,7 +2,7 @@
 
 Each command is a :class:`CommandDef` row (scope, command bus, effect on bank state, row
 buffer). The compiled engine knows the commands by index; ``sieve/_dram.pxd`` declares the
-same order and :mod:`sieve.dram.device` asserts it at import. Adding a command means adding a
+same order and :mod:`sieve.dram.engine` asserts it at import. Adding a command means adding a
 row here, timing rows in :mod:`sieve.dram.constraints` and (for a new kind of bank-state
 effect) a case in the engine.
 """

@@ -1,7 +1,7 @@
 """The command-log record: one row per issued DRAM/PIM command.
 
 The engine writes its log in exactly this layout (``LogRec`` in ``sieve/_dram.pxd``; the
-engine's ``LOG_DTYPE`` must equal this one, which :mod:`sieve.dram.device` asserts at import),
+engine's ``LOG_DTYPE`` must equal this one, which :mod:`sieve.dram.engine` asserts at import),
 and the independent checker (:mod:`sieve.dram.checker`) reads it. This module is the one home
 of the format, so neither side imports the other.
 """

@@ -1,9 +1,9 @@
 """DRAM and HBM-PIM specifications: organisation, timing and PIM units (frozen dataclasses).
 
-This module owns the *data* that the cycle-accurate engine (:mod:`sieve.dram.device`,
-``sieve._dram``) runs on. It must not simulate anything. A :class:`DramSpec` is frozen;
-variants are made with :meth:`DramSpec.override` (or :func:`sieve.dram.presets.load_spec` from
-a JSON/TOML file), never by mutation.
+This module owns the *data* that the cycle-accurate engine (``sieve._dram``, behind
+:mod:`sieve.dram.engine`) runs on. It must not simulate anything. A :class:`DramSpec` is
+frozen; variants are made with :meth:`DramSpec.override` (or
+:func:`sieve.dram.presets.load_spec` from a JSON/TOML file), never by mutation.
 
 Conventions
     * ``n*`` timing fields are in memory-clock cycles (CK), as in JEDEC and Ramulator; ``tCK_ps``

@@ -1,7 +1,7 @@
 """PIM kernels: GEMV layout over the PIM units, expert FFNs (TP and EP), attention, costs.
 
 Layer: above :mod:`sieve.dram` and :mod:`sieve.hw`. Modules: :mod:`~sieve.pim.layout` (the 2-D
-GEMV layout and :class:`~sieve.dram.device.GemvKernel` descriptors), :mod:`~sieve.pim.host`
+GEMV layout and :class:`~sieve.dram.pim_device.GemvKernel` descriptors), :mod:`~sieve.pim.host`
 (the GPU step between two GEMVs), :mod:`~sieve.pim.ffn` (routed and shared experts under
 tensor or expert parallelism), :mod:`~sieve.pim.attention` (decode attention per layer type)
 and :mod:`~sieve.pim.costs` (memoised engine times). Every time comes from the engine.

@@ -15,7 +15,7 @@ GPU step (:mod:`sieve.pim.host`) computes the softmax of the whole batch, and th
 start after it on every PC (the first value kernel of every PC is a barrier over all PCs,
 ``sync="all"``). Value partial sums are reduced in the GPU step that consumes the output
 (bytes only, the ``tail_ns``). Runs on a fresh device started at 0, or on the caller's
-:class:`~sieve.dram.device.PimDevice`.
+:class:`~sieve.dram.pim_device.PimDevice`.
 
 Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sieve.dram.device import GemvKernel, PimDevice, PimResult
+from sieve.dram.pim_device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError

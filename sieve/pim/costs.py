@@ -1,7 +1,7 @@
 """A memoised table of engine times for single experts on PIM (exact by construction).
 
 Every entry is the engine's time (:func:`sieve.pim.ffn.run_expert_ffn`) of one expert FFN with
-``N`` tokens under TP on a **fresh** :class:`~sieve.dram.device.PimDevice` (idle: every bank
+``N`` tokens under TP on a **fresh** :class:`~sieve.dram.pim_device.PimDevice` (idle: every bank
 closed, no timing history) started at a refresh phase: ``phases=1`` starts it at time 0, when
 the first REFab of every PC is due ``tREFI`` later; ``phases=K`` is the mean of K such
 simulations started at ``i * tREFI / K`` (i = 0..K-1), i.e. the expected time of the program
@@ -16,7 +16,7 @@ rows, timing history and actual refresh phase left by the previous program of th
 shorter than ``tREFI`` (3.9 µs) never meets a refresh, so ``phases=1`` is biased low by up to
 ``tRFC / tREFI`` (11.5 %), which ``phases=K`` removes on average. The table is therefore a
 scheduler's estimate; exact step times come from running the programs one after another on
-one PimDevice (which a :class:`~sieve.dram.device.ProgramMemo` can memoise exactly, keyed by
+one PimDevice (which a :class:`~sieve.dram.memo.ProgramMemo` can memoise exactly, keyed by
 the device state). docs/validation.md (*PIM kernels*) compares both conventions with a whole
 layer simulated at once.
 """
@@ -76,7 +76,7 @@ class PimCostTable:
 
     def fresh_ns(self, shape: FfnShape, n_tokens: int) -> float:
         """A new simulation of the entry (no memo): the mean ``total_ns`` over the phases,
-        each a fresh :class:`~sieve.dram.device.PimDevice` started at that time."""
+        each a fresh :class:`~sieve.dram.pim_device.PimDevice` started at that time."""
         total = 0.0
         for start in self.phase_starts_ns():
             r = run_expert_ffn(self.spec, shape, n_tokens, order=self.order, gpu=self.gpu,

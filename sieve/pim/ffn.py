@@ -18,7 +18,7 @@ Mappings (docs/model-of-computation.md, *PIM kernels*):
   simulated and per-PC imbalance is reported. A GPU step is a barrier over its group only
   (``sync="group"``): groups do not wait for each other.
 
-Every function runs on a fresh :class:`~sieve.dram.device.PimDevice` started at ``start_ns``
+Every function runs on a fresh :class:`~sieve.dram.pim_device.PimDevice` started at ``start_ns``
 (the refresh phase), or on the caller's ``device`` (a decode step: the state left by the
 previous program carries over).
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sieve.dram.device import GemvKernel, PimDevice, PimResult
+from sieve.dram.pim_device import GemvKernel, PimDevice, PimResult
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, choices

@@ -32,7 +32,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from sieve.dram.device import GemvKernel
+from sieve.dram.pim_device import GemvKernel
 from sieve.dram.pimmode import HBM_PIM_GRF, result_rows
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
@@ -307,7 +307,7 @@ def _choose(key: str, spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, w
 
 def _search(spec: DramSpec, out_rows: int, in_cols: int, n_pcs: int, wb: int, out_bytes: int,
             ns_per_byte: float, fast: bool) -> int:
-    from sieve.dram.device import run_pim
+    from sieve.dram.pim_device import run_pim
 
     best, best_t = None, math.inf
     first_error = None

@@ -14,7 +14,7 @@ micro-batch, list-scheduled (:mod:`sieve.system.dag`) on four lanes per GPU: ``l
 Durations: GPU kernels from the calibrated GPU model (:mod:`sieve.hw.gpu`), collectives from
 the interconnect model (:mod:`sieve.hw.comm`), both through
 :class:`sieve.pim.cost.EngineCostModel`; PIM programs from the cycle-accurate engine, run when
-the list scheduler starts them on each GPU's :class:`~sieve.dram.device.PimDevice`, which keeps
+the list scheduler starts them on each GPU's :class:`~sieve.dram.pim_device.PimDevice`, which keeps
 its refresh and row state through the step and across steps. A GPU kernel that streams weights
 (or a KV cache) is split into a load task on ``hbm`` of ``weight bytes / (eta_bw x HBM
 bandwidth)`` followed by the rest of its calibrated time on ``gpu``, so the two add up to the
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sieve.dram.device import PimDevice
+from sieve.dram.pim_device import PimDevice
 from sieve.errors import ConfigError
 from sieve.hw.cost import (
     PIM_ORDERS,

@@ -7,8 +7,8 @@ ranges and disabled commands, issue order, and refresh coverage. The exact seman
 docs/checker.md.
 
 It is pure Python/numpy and written independently of the engine's hot loop: it must never
-import ``sieve.dram.device`` or ``sieve._dram`` (both sides share only the record format,
-:data:`sieve.dram.log.LOG_DTYPE`).
+import ``sieve.dram.engine`` (or a module that uses it) or ``sieve._dram`` (both sides share
+only the record format, :data:`sieve.dram.log.LOG_DTYPE`).
 The rules live in ``sieve.dram.checker.timing``, ``sieve.dram.checker.state`` and
 ``sieve.dram.checker.rules``; this module owns the log format, validation and the report.
 
