@@ -1,13 +1,15 @@
 """The import rules of the package, read from the source with ``ast`` (used by test_layers.py).
 
 Every ``import`` and ``from ... import`` of a ``sieve`` module counts, including the lazy ones
-inside functions: a lazy import is still a dependency. Two rules:
+inside functions: a lazy import is still a dependency. Three rules:
 
 1. **Layers.** A module may import only from its own package and from the packages its package
    sits on (:data:`ALLOWED`). This keeps data flowing one way (config -> trace -> schedule ->
    step DAG -> result table -> figure) and keeps offline calibration out of run time.
 2. **No cycles** between modules (a package ``__init__`` counts as a module; a submodule that
    imports its own package's ``__init__`` closes a cycle with it).
+3. **Doors.** The compiled engine ``sieve._dram`` is imported by one module only, its door
+   ``sieve.dram.engine`` (:data:`DOORS`); every other module reaches the engine through it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "root": frozenset(),
 }
 BASE_MODULES = ("errors", "limits", "validate", "outputs", "stages")
+#: compiled module -> the one module that may import it (names below the top package).
+DOORS: dict[str, str] = {"_dram": "dram.engine"}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -117,10 +121,11 @@ def imports(path: Path, module: str, mods: dict[str, Path], top: str = "sieve"
     return out
 
 
-def check(root: Path, top: str = "sieve", allowed: dict[str, frozenset[str]] = ALLOWED
-          ) -> list[str]:
+def check(root: Path, top: str = "sieve", allowed: dict[str, frozenset[str]] = ALLOWED,
+          doors: dict[str, str] = DOORS) -> list[str]:
     """Every rule violation in the package at ``root`` (empty list = clean)."""
     mods = _modules(root)
+    door_of = {f"{top}.{k}": f"{top}.{v}" for k, v in doors.items()}
     graph: dict[str, set[str]] = {m: set() for m in mods}
     problems = []
     for m, p in mods.items():
@@ -132,6 +137,9 @@ def check(root: Path, top: str = "sieve", allowed: dict[str, frozenset[str]] = A
             if t == m:
                 continue
             graph[m].add(t)
+            if t in door_of and m != door_of[t]:
+                problems.append(f"{p.relative_to(root.parent)}:{line}: {m} imports {t}, which "
+                                f"only its door {door_of[t]} may import")
             pt = package_of(t, top)
             if pt != pm and pt not in allowed[pm]:
                 problems.append(f"{p.relative_to(root.parent)}:{line}: {m} ({pm}) imports {t} "

@@ -65,6 +65,13 @@ def test_checker_reports_a_package_with_no_layer(tmp_path):
         "sieve.gadgets: package 'gadgets' has no layer (add it to ALLOWED)"]
 
 
+def test_checker_reports_a_second_door_into_the_engine(tmp_path):
+    root = _tree(tmp_path, {"_dram.pyx": "", "dram/engine.py": "from sieve import _dram\n",
+                            "dram/device.py": "import sieve._dram\n"})
+    assert check(root) == ["sieve/dram/device.py:1: sieve.dram.device imports sieve._dram, "
+                           "which only its door sieve.dram.engine may import"]
+
+
 def test_checker_follows_relative_imports(tmp_path):
     root = _tree(tmp_path, {"model/moe.py": "from ..report import plots\n",
                             "report/plots.py": ""})
