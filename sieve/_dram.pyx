@@ -64,7 +64,7 @@ cdef int _reraise() except -1:
     return -1
 
 # Numpy view of LogRec (2 x int64 + 8 x int32, no padding); must equal sieve.dram.log.LOG_DTYPE
-# (sieve.dram.device asserts it at import).
+# (sieve.dram.engine asserts it at import).
 LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
                           ("ch", np.int32), ("pc", np.int32), ("sid", np.int32),
                           ("bg", np.int32), ("bank", np.int32), ("row", np.int32),
@@ -99,8 +99,9 @@ cdef inline tick_t _min(tick_t a, tick_t b) noexcept nogil:
 cdef class Engine:
     """DRAM/PIM device state and the single-command API; the front ends are the module
     functions run_requests (_dram_requests.pxi) and run_pim (_dram_pim.pxi). Use through
-    sieve.dram.device, not directly. Every Python-visible method checks its arguments, so no
-    call can index outside the engine's arrays."""
+    sieve.dram.engine (the only Python module that imports this one), not directly. Every
+    Python-visible method checks its arguments, so no call can index outside the engine's
+    arrays."""
 
     def __cinit__(self):
         self.rows = NULL
@@ -314,8 +315,9 @@ cdef class Engine:
         self.log_n = 0
         return out
 
-    # Persistent state: the arrays a run starts from, in a fixed order (sieve.dram.device
-    # normalises them into exact memo keys and broadcasts channels of symmetric runs).
+    # Persistent state: the arrays a run starts from, in a fixed order (sieve.dram.memo
+    # normalises them into exact memo keys; sieve.dram.pim_device copies channels of symmetric
+    # runs).
     STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "sb_row", "n_open", "ref_due",
                     "ref_rr", "pc_last", "pc_lseq", "ch_last")
 

@@ -1,9 +1,10 @@
 # Front end 2 of the engine: PIM programs (GEMV kernels expanded to commands here, never in
-# Python). Included by _dram.pyx (module level); only sieve/dram/device.py calls it.
+# Python). Included by _dram.pyx (module level); only sieve/dram/engine.py imports the engine
+# (sieve.dram.pim_device calls run_pim through it).
 #
 # A run starts from whatever state the engine holds (timing, open rows, refresh due times,
 # each PC's last command): programs run one after another on the same engine continue exactly
-# where the previous one stopped (sieve.dram.device.PimDevice).
+# where the previous one stopped (sieve.dram.pim_device.PimDevice).
 
 # Per-PC stream state columns
 cdef enum:
@@ -79,154 +80,102 @@ cdef enum:
 # with 7, two refreshes are never more than 8 intervals + one refresh sequence apart, inside
 # the checker's 9 x tREFI postponement limit).
 cdef tick_t PULL_IN = 7
-#: PULL_IN for Python (sieve.dram.device bounds the earliest tick a run can issue at).
+#: PULL_IN for Python (sieve.dram.symmetry bounds the earliest tick a run can issue at).
 PULL_IN_INTERVALS = PULL_IN
 
 #: Most vectors one pass of a kernel may hold (K_VPP); bounds K_GW x K_VPP and
 #: K_NRES x K_VPP far below int64 with the kernel counts' 2**40 bound.
 MAX_VPP = 1 << 16
 
-# Idle policies of run_pim (sieve.dram.device.IDLE_POLICIES)
+# Idle policies of run_pim (sieve.dram.pim_device.IDLE_POLICIES)
 cdef enum:
     IDLE_OPEN = 0    # rows stay open; refreshes due while a channel has no work are deferred
     IDLE_CLOSED = 1  # a PC closes its PIM row when its stream ends; idle PCs refresh on schedule
 
 
-@cython.final
 cdef class _PimRun:
     """The state of one run_pim call (streams, barriers, outputs) and its nogil steps.
 
     The memoryviews own the buffers; the hot loop goes through raw pointers into them (and
     into the engine's per-PC arrays), with SIEVE_CHECK_INDEX on the indices in debug builds.
+    Fields are declared, with their units, in _dram.pxd.
     """
-
-    cdef Engine eng
-    cdef const int64_t[:, ::1] kern
-    cdef const int32_t[::1] pk          # kernel of each slot
-    cdef const int32_t[::1] pb          # barrier set of each slot's kernel, -1 none
-    cdef int64_t[:, ::1] st
-    cdef int64_t[::1] k_start
-    cdef int64_t[::1] k_end
-    cdef int64_t[::1] busy
-    cdef int64_t[::1] finish
-    cdef int64_t[::1] nref
-    cdef int64_t[:, ::1] chc            # commands issued per (simulated channel, command id)
-    cdef int32_t[::1] mem_ptr           # CSR: member PCs of each barrier set
-    cdef int32_t[::1] mem
-    cdef int32_t[::1] need_ptr          # CSR: participants of each instance of each set
-    cdef int32_t[::1] need
-    cdef int64_t[::1] bar_cur           # per set: current instance
-    cdef int64_t[::1] bar_arr           # per set: PCs arrived at the current instance
-    cdef int64_t[::1] bar_top           # per set: latest end among them
-    cdef int8_t[::1] cross              # per set: its PCs span several channels
-    cdef bint released                  # a barrier was released (during a scan)
-    cdef int n_pc_ch
-    cdef tick_t pull
-    cdef tick_t stall_limit
-    cdef bint closed                    # idle policy IDLE_CLOSED
-    cdef const int64_t[:, ::1] steps    # mode sequence steps (S_NFIELDS per step)
-    cdef const int64_t[::1] seq_ptr     # CSR: steps of each sequence (N_SEQ + 1)
-    cdef bint modes                     # the spec has a mode protocol (non-empty sequences)
-    cdef int64_t n_grfa                 # steps of SEQ_GRFA (0: GWRITE writes the input)
-    cdef int64_t[:, ::1] ovh            # per PC, per OV_*: ticks of its overhead spans
-    # raw views for the hot loop
-    cdef int64_t* S                     # st (P_NFIELDS per PC)
-    cdef const int64_t* K               # kernel table (K_NFIELDS per kernel)
-    cdef const int32_t* PK
-    cdef int64_t* KS
-    cdef int64_t* KE
-    cdef int64_t* LAST                  # engine: per-PC last command tick
-    cdef int64_t* LSEQ                  # engine: per-PC issue count after its last command
-    cdef int64_t* CHL                   # engine: per-channel last command tick
-    cdef int64_t* DUE                   # engine: per-PC refresh due tick
-    cdef const int32_t* AB              # engine: per-PC all-bank row of the PIM row buffer
-    cdef const int32_t* NOPEN           # engine: per-PC open banks of the PIM row buffer
-    cdef const int32_t* OROW            # engine: open row per bank, normal buffer (buffer 0)
-    cdef const int32_t* AB0             # engine: per-PC all-bank row of buffer 0
-    cdef const int32_t* SB              # engine: per-SID row of the PIM row buffer
-    cdef const int32_t* OPENP           # engine: open row per bank of the PIM row buffer
-    cdef int nb                         # PIM bank bundles (1: all-bank rows; SIDs otherwise)
-    cdef const int64_t* SP              # seq_ptr
-    cdef const int64_t* STP             # steps
-    cdef int64_t n_pcs
-    cdef int64_t n_kern
-    cdef int64_t n_slots
 
     cdef void _bind(self) noexcept:
         """Point the raw views at the buffers (after every memoryview is assigned)."""
         cdef Engine e = self.eng
-        self.S = &self.st[0, 0]
-        self.K = &self.kern[0, 0]
-        self.PK = &self.pk[0]
-        self.KS = &self.k_start[0]
-        self.KE = &self.k_end[0]
-        self.LAST = &e.pc_last[0]
-        self.LSEQ = &e.pc_lseq[0]
-        self.CHL = &e.ch_last[0]
-        self.DUE = &e.ref_due[0]
-        self.AB = &e.ab_row[e.pim_ab_off]
-        self.NOPEN = &e.n_open[e.pim_ab_off]
-        self.OROW = &e.open_row[0]
-        self.AB0 = &e.ab_row[0]
-        self.SB = &e.sb_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[2]]
-        self.nb = e.n_bund
-        self.OPENP = &e.open_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[4]]
-        self.SP = &self.seq_ptr[0]
-        self.STP = &self.steps[0, 0]
-        self.n_pcs = self.st.shape[0]
-        self.n_kern = self.kern.shape[0]
-        self.n_slots = self.pk.shape[0]
+        self.state_p = &self.pc_state[0, 0]
+        self.kernels_p = &self.kernels[0, 0]
+        self.slot_kernel_p = &self.slot_kernel[0]
+        self.k_start_p = &self.k_start[0]
+        self.k_end_p = &self.k_end[0]
+        self.pc_last_p = &e.pc_last[0]
+        self.pc_lseq_p = &e.pc_lseq[0]
+        self.ch_last_p = &e.ch_last[0]
+        self.ref_due_p = &e.ref_due[0]
+        self.pim_ab_row_p = &e.ab_row[e.pim_ab_off]
+        self.pim_n_open_p = &e.n_open[e.pim_ab_off]
+        self.open_row_p = &e.open_row[0]
+        self.ab_row_p = &e.ab_row[0]
+        self.pim_sb_row_p = &e.sb_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[2]]
+        self.n_bundles = e.n_bund
+        self.pim_open_row_p = &e.open_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[4]]
+        self.seq_ptr_p = &self.seq_ptr[0]
+        self.steps_p = &self.steps[0, 0]
+        self.n_pcs = self.pc_state.shape[0]
+        self.n_kernels = self.kernels.shape[0]
+        self.n_slots = self.slot_kernel.shape[0]
 
     cdef inline int64_t* _s(self, int64_t q) noexcept nogil:
         SIEVE_CHECK_INDEX(q, self.n_pcs)
-        return self.S + q * P_NFIELDS
+        return self.state_p + q * P_NFIELDS
 
     cdef inline const int64_t* _k(self, int64_t slot) noexcept nogil:
         """The descriptor row of the kernel in `slot`."""
         cdef int64_t kk
         SIEVE_CHECK_INDEX(slot, self.n_slots)
-        kk = self.PK[slot]
-        SIEVE_CHECK_INDEX(kk, self.n_kern)
-        return self.K + kk * K_NFIELDS
+        kk = self.slot_kernel_p[slot]
+        SIEVE_CHECK_INDEX(kk, self.n_kernels)
+        return self.kernels_p + kk * K_NFIELDS
 
     cdef inline void _ordered(self, int64_t q, int c, tick_t now) noexcept nogil:
         """PC q of channel c issued at `now`: the issue order the next commands follow."""
-        self.LAST[q] = now
-        self.LSEQ[q] = self.eng.seq
-        if now > self.CHL[c]:
-            self.CHL[c] = now
+        self.pc_last_p[q] = now
+        self.pc_lseq_p[q] = self.eng.seq
+        if now > self.ch_last_p[c]:
+            self.ch_last_p[c] = now
 
     cdef inline void _count(self, int c, int cmd) noexcept nogil:
-        SIEVE_CHECK_INDEX(c, self.chc.shape[0])
-        SIEVE_CHECK_INDEX(cmd, self.chc.shape[1])
-        self.chc[c, cmd] += 1
+        SIEVE_CHECK_INDEX(c, self.ch_counts.shape[0])
+        SIEVE_CHECK_INDEX(cmd, self.ch_counts.shape[1])
+        self.ch_counts[c, cmd] += 1
 
     cdef void _release(self, int64_t s) noexcept nogil:
         """Every PC of barrier set s has arrived: start their next kernels ``gap`` after the
         latest end among them."""
         cdef int64_t i, p, slot
-        cdef tick_t top = self.bar_top[s]
-        self.released = True
-        for i in range(self.mem_ptr[s], self.mem_ptr[s + 1]):
-            p = self.mem[i]
-            slot = self.st[p, P_SLOT]
-            if self.st[p, P_PH] == PH_WAIT and self.pb[slot] == s:
-                self.st[p, P_PH] = PH_START
-                self.st[p, P_READY] = top + self.kern[self.pk[slot], K_GAP]
-        self.bar_cur[s] += 1
-        self.bar_arr[s] = 0
-        self.bar_top[s] = 0
+        cdef tick_t top = self.bar_latest_end[s]
+        self.bar_released = True
+        for i in range(self.member_ptr[s], self.member_ptr[s + 1]):
+            p = self.members[i]
+            slot = self.pc_state[p, P_SLOT]
+            if self.pc_state[p, P_PH] == PH_WAIT and self.slot_barrier[slot] == s:
+                self.pc_state[p, P_PH] = PH_START
+                self.pc_state[p, P_READY] = top + self.kernels[self.slot_kernel[slot], K_GAP]
+        self.bar_instance[s] += 1
+        self.bar_arrived[s] = 0
+        self.bar_latest_end[s] = 0
 
     cdef void _arrive(self, int64_t q, tick_t end) noexcept nogil:
         """PC q reached the barrier of its current kernel, its previous kernel ending at
         `end`; releases the barrier when it is the last participant."""
-        cdef int64_t s = self.pb[self.st[q, P_SLOT]]
-        self.st[q, P_PH] = PH_WAIT
-        self.st[q, P_WEND] = end
-        self.bar_arr[s] += 1
-        if end > self.bar_top[s]:
-            self.bar_top[s] = end
-        if self.bar_arr[s] == self.need[self.need_ptr[s] + self.bar_cur[s]]:
+        cdef int64_t s = self.slot_barrier[self.pc_state[q, P_SLOT]]
+        self.pc_state[q, P_PH] = PH_WAIT
+        self.pc_state[q, P_WEND] = end
+        self.bar_arrived[s] += 1
+        if end > self.bar_latest_end[s]:
+            self.bar_latest_end[s] = end
+        if self.bar_arrived[s] == self.n_needed[self.n_needed_ptr[s] + self.bar_instance[s]]:
             self._release(s)
 
     cdef void _finish_kernel(self, int64_t q) noexcept nogil:
@@ -235,29 +184,29 @@ cdef class _PimRun:
         cdef int64_t slot = s[P_SLOT]
         cdef tick_t end
         SIEVE_CHECK_INDEX(slot, self.n_slots)
-        if self.KE[slot] < 0:
-            if self.KS[slot] < 0:
+        if self.k_end_p[slot] < 0:
+            if self.k_start_p[slot] < 0:
                 # no command at all (every count 0): starts and ends when it may start
-                self.KS[slot] = s[P_READY]
-                self.KE[slot] = s[P_READY]
+                self.k_start_p[slot] = s[P_READY]
+                self.k_end_p[slot] = s[P_READY]
             else:
                 # no readback: it ends with its last command (+1 CK)
-                self.KE[slot] = self.LAST[q] + self.eng.tpc
+                self.k_end_p[slot] = self.pc_last_p[q] + self.eng.tpc
         elif self._mk(self._k(slot)):
             # a mode protocol: the PC is busy until its exit sequence's last command (+1 CK)
-            self.KE[slot] = _max(self.KE[slot], self.LAST[q] + self.eng.tpc)
-        end = self.KE[slot]
-        self.busy[q] += end - self.KS[slot]
-        if end > self.finish[q]:
-            self.finish[q] = end
+            self.k_end_p[slot] = _max(self.k_end_p[slot], self.pc_last_p[q] + self.eng.tpc)
+        end = self.k_end_p[slot]
+        self.pc_busy[q] += end - self.k_start_p[slot]
+        if end > self.pc_finish[q]:
+            self.pc_finish[q] = end
         slot += 1
         s[P_SLOT] = slot
         s[P_V] = 0
         s[P_K] = 0
         s[P_CNT] = 0
         if slot >= s[P_END]:
-            s[P_PH] = PH_CLOSE if self.closed else PH_DONE
-        elif self.pb[slot] >= 0:
+            s[P_PH] = PH_CLOSE if self.idle_closed else PH_DONE
+        elif self.slot_barrier[slot] >= 0:
             self._arrive(q, end)
         else:
             s[P_PH] = PH_START
@@ -274,35 +223,35 @@ cdef class _PimRun:
     cdef inline bint _mk(self, const int64_t* kr) noexcept nogil:
         """Whether a kernel runs inside the mode protocol: the spec has one and the kernel
         issues commands (a kernel with no command starts and ends when it may start)."""
-        return self.modes and (kr[K_GW] > 0 or (kr[K_ROWS] > 0 and kr[K_MACS] > 0)
+        return self.has_modes and (kr[K_GW] > 0 or (kr[K_ROWS] > 0 and kr[K_MACS] > 0)
                                or kr[K_NRES] > 0)
 
     cdef inline void _span_begin(self, int64_t q, int64_t* s, int64_t kind) noexcept nogil:
         """Start timing an overhead span of PC q at its previous command (or the tick its
         kernel may start, if later)."""
         s[P_OVK] = kind
-        s[P_OVS] = _max(self.LAST[q], s[P_READY])
+        s[P_OVS] = _max(self.pc_last_p[q], s[P_READY])
 
     cdef inline void _span_end(self, int64_t q, int64_t* s) noexcept nogil:
         """Book the span being timed: up to the PC's latest command."""
         cdef int64_t k = s[P_OVK]
         if k >= 0:
             SIEVE_CHECK_INDEX(k, N_OV)
-            if self.LAST[q] > s[P_OVS]:
-                self.ovh[q, k] += self.LAST[q] - s[P_OVS]
+            if self.pc_last_p[q] > s[P_OVS]:
+                self.overhead[q, k] += self.pc_last_p[q] - s[P_OVS]
             s[P_OVK] = -1
 
     cdef inline void _gw_begin(self, int64_t q, int64_t* s) noexcept nogil:
         """Enter a chunk's input writes (PH_GW); under a protocol with SEQ_GRFA steps they are
         register-row WRs, timed as the grf_a span."""
         s[P_PH] = PH_GW
-        if self.n_grfa > 0 and self._mk(self._k(s[P_SLOT])):
+        if self.n_grfa_steps > 0 and self._mk(self._k(s[P_SLOT])):
             self._span_begin(q, s, SEQ_GRFA)
 
     cdef inline void _seq_begin(self, int64_t q, int64_t* s, int64_t sq) noexcept nogil:
         s[P_PH] = PH_SEQ
         s[P_SQ] = sq
-        s[P_ST] = self.SP[sq]
+        s[P_ST] = self.seq_ptr_p[sq]
         self._span_begin(q, s, sq)
 
     cdef inline void _bank_nodes(self, int64_t q, int64_t b, int* nodes) noexcept nogil:
@@ -329,12 +278,12 @@ cdef class _PimRun:
         cdef const int64_t* st
         cdef int64_t op, b, row, cur
         SIEVE_CHECK_INDEX(s[P_ST], self.steps.shape[0])
-        st = self.STP + s[P_ST] * S_NFIELDS
+        st = self.steps_p + s[P_ST] * S_NFIELDS
         op = st[S_OP]
         b = (st[S_SID] * self.eng.cnt[3] + st[S_BG]) * self.eng.cnt[4] + st[S_BA]
         row = self._step_row(s, st)
         SIEVE_CHECK_INDEX(q * self.eng.banks_per_pc + b, self.eng.n_nodes[4])
-        cur = self.OROW[q * self.eng.banks_per_pc + b]
+        cur = self.open_row_p[q * self.eng.banks_per_pc + b]
         s[P_BANK] = b
         if op == OP_PRE:
             if cur < 0:
@@ -346,30 +295,30 @@ cdef class _PimRun:
                 s[P_ST] += 1
                 return -1
             return C_RD if op == OP_RD else C_WR
-        if self.AB0[q] >= 0:
+        if self.ab_row_p[q] >= 0:
             return C_PREAB
         return C_PRE if cur >= 0 else C_ACT
 
     cdef inline bint _sid_closed(self, int64_t q, int64_t sid) noexcept nogil:
         """Every bank of SID `sid` of PC q is closed in the PIM row buffer."""
         cdef int64_t b, bps = self.eng.banks_per_sid
-        cdef int64_t first = (q * self.nb + sid) * bps
+        cdef int64_t first = (q * self.n_bundles + sid) * bps
         for b in range(bps):
             SIEVE_CHECK_INDEX(first + b, self.eng.n_nodes[4])
-            if self.OPENP[first + b] != -1:
+            if self.pim_open_row_p[first + b] != -1:
                 return False
         return True
 
     cdef inline int _bundle_cmd(self, int64_t q, int64_t* s, const int64_t* kr) noexcept nogil:
         """Bundled rows: the command that serves kernel row P_K * K_ROWS + P_R, which lives in
-        bundle (SID) ``rho % nb`` at row ``K_BASE + rho // nb`` (a kernel's rows striped over
-        the bundles); -1 when its MACs are all issued. Sets P_SID."""
+        bundle (SID) ``rho % n_bundles`` at row ``K_BASE + rho // n_bundles`` (a kernel's rows
+        striped over the bundles); -1 when its MACs are all issued. Sets P_SID."""
         cdef int64_t rho = s[P_K] * kr[K_ROWS] + s[P_R]
-        cdef int64_t sid = rho % self.nb
-        cdef int64_t row = kr[K_BASE] + rho // self.nb
+        cdef int64_t sid = rho % self.n_bundles
+        cdef int64_t row = kr[K_BASE] + rho // self.n_bundles
         cdef int64_t cur
-        SIEVE_CHECK_INDEX(q * self.nb + sid, self.eng.n_nodes[2])
-        cur = self.SB[q * self.nb + sid]
+        SIEVE_CHECK_INDEX(q * self.n_bundles + sid, self.eng.n_nodes[2])
+        cur = self.pim_sb_row_p[q * self.n_bundles + sid]
         s[P_SID] = sid
         if cur != row:
             if cur >= 0:
@@ -394,12 +343,12 @@ cdef class _PimRun:
             nxt = 0
         else:
             return -1
-        sid = nxt % self.nb
-        if sid == rho % self.nb:
+        sid = nxt % self.n_bundles
+        if sid == rho % self.n_bundles:
             return -1
-        row = kr[K_BASE] + nxt // self.nb
-        SIEVE_CHECK_INDEX(q * self.nb + sid, self.eng.n_nodes[2])
-        cur = self.SB[q * self.nb + sid]
+        row = kr[K_BASE] + nxt // self.n_bundles
+        SIEVE_CHECK_INDEX(q * self.n_bundles + sid, self.eng.n_nodes[2])
+        cur = self.pim_sb_row_p[q * self.n_bundles + sid]
         if cur == row:
             return -1
         s[P_PSID] = sid
@@ -424,7 +373,7 @@ cdef class _PimRun:
                 return -1
             if ph == PH_CLOSE:
                 # idle policy "closed": the stream is done; close the PIM row if one is open
-                if self.NOPEN[q] > 0:
+                if self.pim_n_open_p[q] > 0:
                     return C_PREAB
                 s[P_PH] = PH_DONE
                 return -1
@@ -435,7 +384,7 @@ cdef class _PimRun:
                 else:
                     s[P_PH] = PH_GW
             elif ph == PH_SEQ:
-                if s[P_ST] < self.SP[s[P_SQ] + 1]:
+                if s[P_ST] < self.seq_ptr_p[s[P_SQ] + 1]:
                     cmd = self._seq_cmd(q, s)
                     if cmd >= 0:
                         return cmd
@@ -453,19 +402,19 @@ cdef class _PimRun:
                     self._seq_begin(q, s, sq + 1)
             elif ph == PH_GW:
                 if s[P_CNT] < kr[K_GW] * self._pass_vectors(kr, s):
-                    if self.n_grfa > 0 and self._mk(kr):
+                    if self.n_grfa_steps > 0 and self._mk(kr):
                         # the input as WRs to the register row (SEQ_GRFA, wrapping): the
                         # step's WR, or the PRE/PREAB/ACT that opens its row first
-                        s[P_ST] = self.SP[SEQ_GRFA] + s[P_CNT] % self.n_grfa
+                        s[P_ST] = self.seq_ptr_p[SEQ_GRFA] + s[P_CNT] % self.n_grfa_steps
                         return self._seq_cmd(q, s)  # never -1 for a WR step
                     return C_GWRITE
-                if self.n_grfa > 0 and self._mk(kr):
+                if self.n_grfa_steps > 0 and self._mk(kr):
                     self._span_end(q, s)
                 s[P_PH] = PH_ROW
                 s[P_R] = 0
                 s[P_CNT] = 0
             elif ph == PH_ROW:
-                if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0 and self.nb > 1:
+                if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0 and self.n_bundles > 1:
                     cmd = self._bundle_cmd(q, s, kr)
                     if cmd >= 0:
                         return cmd
@@ -475,12 +424,12 @@ cdef class _PimRun:
                 if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0:
                     # in range: run_pim refuses kernels whose rows do not fit in a bank
                     row = kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R]
-                    open_row = self.AB[q]
+                    open_row = self.pim_ab_row_p[q]
                     if open_row != row:
                         if open_row >= 0:
                             return C_PREAB
                         # a mode sequence's row left open where ACTAB needs every bank closed
-                        return C_PREA if self.NOPEN[q] > 0 else C_ACTAB
+                        return C_PREA if self.pim_n_open_p[q] > 0 else C_ACTAB
                     if s[P_CNT] < kr[K_MACS]:
                         return C_MACAB
                     s[P_R] += 1
@@ -520,19 +469,19 @@ cdef class _PimRun:
         channel still has work (False: the channel is finished or all its PCs wait)."""
         cdef int nodes[5]
         cdef int pl, cmd, kind, pcmd, best_cmd = -1, best_pl = 0, best_kind = CAND_WORK
-        cdef int n_pc_ch = self.n_pc_ch
+        cdef int pcs_per_ch = self.pcs_per_ch
         cdef tick_t pe
-        cdef int64_t q, b, q0 = <int64_t>c * n_pc_ch
+        cdef int64_t q, b, q0 = <int64_t>c * pcs_per_ch
         cdef int64_t* s
-        cdef const int64_t* LAST = self.LAST
-        cdef const int64_t* DUE = self.DUE
-        cdef const int64_t* LSEQ = self.LSEQ
-        cdef tick_t pull = self.pull
-        cdef tick_t e, best_e = T_INF, floor = self.CHL[c]
-        cdef bint closed = self.closed
+        cdef const int64_t* pc_last_p = self.pc_last_p
+        cdef const int64_t* ref_due_p = self.ref_due_p
+        cdef const int64_t* pc_lseq_p = self.pc_lseq_p
+        cdef tick_t pull_in = self.pull_in
+        cdef tick_t e, best_e = T_INF, floor = self.ch_last_p[c]
+        cdef bint idle_closed = self.idle_closed
         cdef bint work = False
-        self.released = False
-        for pl in range(n_pc_ch):
+        self.bar_released = False
+        for pl in range(pcs_per_ch):
             q = q0 + pl
             s = self._s(q)
             nodes[0] = c  # every PIM and refresh command here addresses a whole PC
@@ -542,10 +491,10 @@ cdef class _PimRun:
                 cmd = self.eng._ref_cmd(q, &b)
                 kind = CAND_REF
                 work = True
-                e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
-                         DUE[q] - pull)
-                if closed:  # R4: not pulled in before the PC's kernel may start
-                    e = _max(e, _min(DUE[q], s[P_READY]))
+                e = _max(_max(self.eng._earliest(cmd, nodes), pc_last_p[q]),
+                         ref_due_p[q] - pull_in)
+                if idle_closed:  # R4: not pulled in before the PC's kernel may start
+                    e = _max(e, _min(ref_due_p[q], s[P_READY]))
             else:
                 cmd = self._next(q, s)
                 if cmd >= 0:
@@ -554,47 +503,47 @@ cdef class _PimRun:
                     if self.eng.cmd_scope[cmd] == LV_BANK:  # a mode-sequence step
                         self._bank_nodes(q, s[P_BANK], nodes)
                     elif self.eng.cmd_scope[cmd] == LV_SID:  # a bundle
-                        nodes[2] = <int>(q * self.nb + s[P_SID])
+                        nodes[2] = <int>(q * self.n_bundles + s[P_SID])
                     e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes),
-                                                       LAST[q]),
+                                                       pc_last_p[q]),
                                                   _max(s[P_READY], floor)))
                     if cmd == C_MACSB:
                         # while a bundle streams, the next row's bundle may switch rows: the
                         # look-ahead goes first when it can issue earlier and no refresh is due
                         pcmd = self._prep_cmd(q, s)
                         if pcmd >= 0:
-                            nodes[2] = <int>(q * self.nb + s[P_PSID])
+                            nodes[2] = <int>(q * self.n_bundles + s[P_PSID])
                             pe = self.eng._align(pcmd, _max(_max(self.eng._earliest(pcmd,
                                                                                     nodes),
-                                                                 LAST[q]),
+                                                                 pc_last_p[q]),
                                                             _max(s[P_READY], floor)))
-                            if pe < e and pe < DUE[q]:
+                            if pe < e and pe < ref_due_p[q]:
                                 cmd = pcmd
                                 e = pe
                                 kind = CAND_PREP
-                    if DUE[q] <= e:
+                    if ref_due_p[q] <= e:
                         # R1: the refresh falls due before the PC's next command: the work
                         # yields; the refresh may be pulled in (at most PULL_IN intervals)
                         s[P_REF] = 1
                         cmd = self.eng._ref_cmd(q, &b)
                         kind = CAND_REF
-                        e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]),
-                                 DUE[q] - pull)
-                        if closed:  # R4: not pulled in before the PC's kernel may start
-                            e = _max(e, _min(DUE[q], s[P_READY]))
+                        e = _max(_max(self.eng._earliest(cmd, nodes), pc_last_p[q]),
+                                 ref_due_p[q] - pull_in)
+                        if idle_closed:  # R4: not pulled in before the PC's kernel may start
+                            e = _max(e, _min(ref_due_p[q], s[P_READY]))
                 else:
                     # R2: nothing to do (finished, or at a barrier): refresh on schedule
                     cmd = self.eng._ref_cmd(q, &b)
                     kind = CAND_IDLE
-                    e = _max(_max(self.eng._earliest(cmd, nodes), LAST[q]), DUE[q])
+                    e = _max(_max(self.eng._earliest(cmd, nodes), pc_last_p[q]), ref_due_p[q])
             if kind != CAND_WORK and kind != CAND_PREP:
                 e = self.eng._align(cmd, _max(e, floor))  # a channel issues in time order
-            if e < best_e or (e == best_e and LSEQ[q] < LSEQ[q0 + best_pl]):
+            if e < best_e or (e == best_e and pc_lseq_p[q] < pc_lseq_p[q0 + best_pl]):
                 best_e = e
                 best_cmd = cmd
                 best_pl = pl
                 best_kind = kind
-        if self.released:
+        if self.bar_released:
             # a PC arriving during this scan released a barrier: PCs scanned before it as
             # waiting now have work; scan again so every PC of the channel competes
             return self._scan(c, out_e, out_cmd, out_pl, out_kind)
@@ -607,7 +556,7 @@ cdef class _PimRun:
     cdef inline int _issue(self, int c, int pl, int cmd, int kind, tick_t now) noexcept nogil:
         """Issue `cmd` for PC (c, pl) at `now` and advance its stream counters."""
         cdef int nodes[5]
-        cdef int64_t q = <int64_t>c * self.n_pc_ch + pl
+        cdef int64_t q = <int64_t>c * self.pcs_per_ch + pl
         cdef int64_t* s = self._s(q)
         cdef int64_t slot
         cdef const int64_t* kr
@@ -618,7 +567,7 @@ cdef class _PimRun:
         nodes[2] = nodes[3] = nodes[4] = 0
         self._count(c, cmd)
         if kind == CAND_PREP:  # bundled rows: ready the next row's bundle (no progress)
-            nodes[2] = <int>(q * self.nb + s[P_PSID])
+            nodes[2] = <int>(q * self.n_bundles + s[P_PSID])
             rc = self.eng._issue(cmd, nodes, <int>s[P_PROW] if cmd == C_ACTSB else -1, -1,
                                  now)
             self._ordered(q, c, now)
@@ -631,7 +580,7 @@ cdef class _PimRun:
             if cmd == C_REFAB:
                 self.eng._ref_done(q)
                 s[P_REF] = 0
-                self.nref[q] += 1
+                self.n_refresh[q] += 1
             return rc
         if s[P_PH] == PH_CLOSE:  # the PREAB that closes a finished stream's row
             rc = self.eng._issue(cmd, nodes, -1, -1, now)
@@ -656,19 +605,19 @@ cdef class _PimRun:
                 return E_STALL
         else:
             s[P_PROG] = now
-        if self.KS[slot] < 0:
-            self.KS[slot] = now
+        if self.k_start_p[slot] < 0:
+            self.k_start_p[slot] = now
         if self.eng.cmd_scope[cmd] == LV_SID:
-            nodes[2] = <int>(q * self.nb + s[P_SID])
+            nodes[2] = <int>(q * self.n_bundles + s[P_SID])
         if cmd == C_ACTAB:
             row = <int>(kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R])
         elif cmd == C_ACTSB:
-            row = <int>(kr[K_BASE] + (s[P_K] * kr[K_ROWS] + s[P_R]) // self.nb)
+            row = <int>(kr[K_BASE] + (s[P_K] * kr[K_ROWS] + s[P_R]) // self.n_bundles)
         elif cmd == C_MACAB:
-            row = self.AB[q]
+            row = self.pim_ab_row_p[q]
             col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_MACSB:
-            row = self.SB[q * self.nb + s[P_SID]]
+            row = self.pim_sb_row_p[q * self.n_bundles + s[P_SID]]
             col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_GWRITE or cmd == C_RDRES:
             col = <int>(s[P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
@@ -678,7 +627,7 @@ cdef class _PimRun:
             s[P_CNT] += 1
             if (cmd == C_RDRES and s[P_CNT] == kr[K_NRES] * self._pass_vectors(kr, s)
                     and (s[P_V] + 1) * kr[K_VPP] >= kr[K_NVEC]):
-                self.KE[slot] = now + self.eng.read_lat
+                self.k_end_p[slot] = now + self.eng.read_lat
         return rc
 
 
@@ -687,7 +636,7 @@ cdef class _PimRun:
         """Issue `cmd` of PC q's current mode-sequence step at `now`: the step's own command
         (which completes it) or one that prepares its bank (PREAB, PRE, ACT)."""
         cdef int nodes[5]
-        cdef const int64_t* st = self.STP + s[P_ST] * S_NFIELDS
+        cdef const int64_t* st = self.steps_p + s[P_ST] * S_NFIELDS
         cdef int64_t op = st[S_OP]
         cdef int row = -1, col = -1, rc
         cdef bint done = ((op == OP_ACT and cmd == C_ACT) or (op == OP_PRE and cmd == C_PRE)
@@ -699,8 +648,8 @@ cdef class _PimRun:
             s[P_PROG] = now  # a completed step is progress (stall watchdog)
         elif now - _max(s[P_PROG], s[P_READY]) > self.stall_limit:
             return E_STALL
-        if self.KS[slot] < 0:
-            self.KS[slot] = now
+        if self.k_start_p[slot] < 0:
+            self.k_start_p[slot] = now
         if self.eng.cmd_scope[cmd] == LV_BANK:
             self._bank_nodes(q, s[P_BANK], nodes)
             if cmd != C_PRE:
@@ -720,22 +669,23 @@ cdef class _PimRun:
         issuing in time order (earliest first, ties to the PC served least recently)."""
         cdef int nodes[5]
         cdef int pl, cmd, best_cmd = 0, best_pl = 0, rc
-        cdef int64_t q, b, q0 = <int64_t>c * self.n_pc_ch
+        cdef int64_t q, b, q0 = <int64_t>c * self.pcs_per_ch
         cdef tick_t e, best_e
         cdef int64_t it = 0
         nodes[0] = c
         nodes[2] = nodes[3] = nodes[4] = 0
         while True:
             best_e = T_INF
-            for pl in range(self.n_pc_ch):
+            for pl in range(self.pcs_per_ch):
                 q = q0 + pl
-                if self.DUE[q] > end:
+                if self.ref_due_p[q] > end:
                     continue
                 nodes[1] = <int>q
                 cmd = self.eng._ref_cmd(q, &b)
-                e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes), self.LAST[q]),
-                                              _max(self.DUE[q], self.CHL[c])))
-                if e < best_e or (e == best_e and self.LSEQ[q] < self.LSEQ[q0 + best_pl]):
+                e = self.eng._align(cmd, _max(_max(self.eng._earliest(cmd, nodes),
+                                                   self.pc_last_p[q]),
+                                              _max(self.ref_due_p[q], self.ch_last_p[c])))
+                if e < best_e or (e == best_e and self.pc_lseq_p[q] < self.pc_lseq_p[q0 + best_pl]):
                     best_e = e
                     best_cmd = cmd
                     best_pl = pl
@@ -750,7 +700,7 @@ cdef class _PimRun:
             self._ordered(q, c, best_e)
             if best_cmd == C_REFAB:
                 self.eng._ref_done(q)
-                self.nref[q] += 1
+                self.n_refresh[q] += 1
             it += 1
             if (it & SIGNAL_MASK) == 0:
                 rc = _check_signals()
@@ -782,14 +732,14 @@ cdef class _PimRun:
         cdef int64_t q, slot, bs
         cdef int64_t* s
         cdef tick_t t, until = T_INF
-        for pl in range(self.n_pc_ch):
-            q = <int64_t>c * self.n_pc_ch + pl
+        for pl in range(self.pcs_per_ch):
+            q = <int64_t>c * self.pcs_per_ch + pl
             s = self._s(q)
             if s[P_PH] == PH_WAIT:
                 slot = s[P_SLOT]
-                bs = self.pb[slot]
-                if self.cross[bs]:
-                    t = self.bar_top[bs] + self._k(slot)[K_GAP]
+                bs = self.slot_barrier[slot]
+                if self.bar_cross[bs]:
+                    t = self.bar_latest_end[bs] + self._k(slot)[K_GAP]
                     if t < until:
                         until = t
         return until
@@ -1038,35 +988,35 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
     cdef _PimRun run = _PimRun()
     run.eng = eng
-    run.kern = kernels
-    run.pk = prog_kern
-    run.pb = prog_bar
-    run.st = np.zeros((max(n_pcs, 1), P_NFIELDS), dtype=np.int64)
+    run.kernels = kernels
+    run.slot_kernel = prog_kern
+    run.slot_barrier = prog_bar
+    run.pc_state = np.zeros((max(n_pcs, 1), P_NFIELDS), dtype=np.int64)
     run.k_start = k_start
     run.k_end = k_end
-    run.busy = pc_busy
-    run.finish = pc_finish
-    run.nref = n_refresh
-    run.mem_ptr = mem_ptr
-    run.mem = mem
-    run.need_ptr = need_ptr
-    run.need = need
-    run.bar_cur = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.bar_arr = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.bar_top = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.cross = cross
-    run.n_pc_ch = n_pc_ch
-    run.chc = ch_counts
-    run.closed = idle == IDLE_CLOSED
+    run.pc_busy = pc_busy
+    run.pc_finish = pc_finish
+    run.n_refresh = n_refresh
+    run.member_ptr = mem_ptr
+    run.members = mem
+    run.n_needed_ptr = need_ptr
+    run.n_needed = need
+    run.bar_instance = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_arrived = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_latest_end = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_cross = cross
+    run.pcs_per_ch = n_pc_ch
+    run.ch_counts = ch_counts
+    run.idle_closed = idle == IDLE_CLOSED
     run.steps = steps
     run.seq_ptr = seq_ptr
-    run.modes = bool(seq_ptr[N_SEQ] > 0)
-    run.n_grfa = int(seq_ptr[SEQ_GRFA + 1] - seq_ptr[SEQ_GRFA])
-    run.ovh = overhead
+    run.has_modes = bool(seq_ptr[N_SEQ] > 0)
+    run.n_grfa_steps = int(seq_ptr[SEQ_GRFA + 1] - seq_ptr[SEQ_GRFA])
+    run.overhead = overhead
     run._bind()
-    run.pull = PULL_IN * eng.nREFI
+    run.pull_in = PULL_IN * eng.nREFI
     run.stall_limit = 8 * (eng.nREFI + 16 * eng.max_lat)
-    cdef int64_t[:, ::1] st = run.st
+    cdef int64_t[:, ::1] st = run.pc_state
     cdef int64_t q
     cdef int c
     cdef tick_t final = start
@@ -1087,7 +1037,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
             st[q, P_PH] = PH_START
             st[q, P_READY] = start + kernels[prog_kern[prog_ptr[q]], K_GAP]
         else:  # an empty stream: done (closing its row under IDLE_CLOSED, not before start)
-            st[q, P_PH] = PH_CLOSE if run.closed else PH_DONE
+            st[q, P_PH] = PH_CLOSE if run.idle_closed else PH_DONE
             st[q, P_READY] = start
     for q in range(n_pcs):  # PCs whose stream starts with a barrier arrive at the start
         if prog_ptr[q] < prog_ptr[q + 1] and prog_bar[prog_ptr[q]] >= 0:
@@ -1106,7 +1056,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
             for q in range(n_pcs):
                 if pc_finish[q] > final:
                     final = pc_finish[q]
-            if run.closed:
+            if run.idle_closed:
                 for c in range(n_sim_ch):
                     rc = run._settle(c, final)
                     if rc != E_OK:
