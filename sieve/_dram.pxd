@@ -224,7 +224,7 @@ cdef struct RCand:
     int32_t list_pos      # index of its entry in its PC's candidate list, -1 = none
 
 cdef struct Best:
-    # the best candidate of a pseudo-channel (RequestRun._look)
+    # the best candidate of a pseudo-channel (_rs_look in _dram_requests.pxi)
     int64_t tick          # earliest legal issue tick, ticks (T_INF = none)
     int64_t age           # request id it serves (FR-FCFS age)
     int64_t bank          # global bank index
@@ -256,11 +256,13 @@ cdef class RequestRun:
     cdef int wr_high                    # write-mode entry watermark, queued writes
     cdef int wr_low                     # write-mode exit watermark, queued writes
     cdef int bursts_per_req             # column commands per request, count
-    cdef int lifecycle                  # request lifecycle, LC_SIEVE / LC_RAMULATOR2
-    cdef bint ramulator2                # bool: lifecycle == LC_RAMULATOR2
+    cdef int lifecycle                  # request lifecycle, LC_SIEVE / LC_RAMULATOR2 (_run
+                                        # picks the loop compiled for it)
+    cdef bint ramulator2                # bool: lifecycle == LC_RAMULATOR2 (set-up only)
     cdef int inject_per_tick            # most requests injected per tick, 0 = unlimited
     cdef bint closed_page               # bool: auto-precharge after a request's last burst
                                         # when no other request in flight hits the row
+                                        # (row policy ClosedPage, else OpenPage)
     cdef bint perbank_refresh           # bool: REFpb round robin (else REFab per PC)
     cdef tick_t stall_limit             # watchdog: ticks without a column command, livelock
     cdef tick_t ref_lead                # ticks a refresh counts as due before Engine.ref_due
@@ -406,18 +408,13 @@ cdef class RequestRun:
     cdef inline void _inval_channel(self, int c) noexcept nogil
     cdef inline void _freed(self, int64_t j, tick_t now) noexcept nogil
     cdef void _unlink(self, int32_t r, int typ, int64_t b, int64_t q) noexcept nogil
-    cdef void _build(self, int64_t b, int64_t q, int typ, bint blocked) noexcept nogil
     cdef inline void _add(self, RBank* bk, int cmd, int32_t r, int rank, int grp) noexcept nogil
     cdef inline void _cand_set(self, int64_t q, int64_t b, int k, int32_t i) noexcept nogil
     cdef inline void _cand_put(self, int64_t q, int64_t b, int k) noexcept nogil
     cdef inline void _cand_del_at(self, int64_t q, int32_t i) noexcept nogil
-    cdef void _rebuild(self, int64_t q, int typ, bint blocked) noexcept nogil
     cdef inline tick_t _tick(self, int64_t b, int cmd, int64_t chb, int64_t pcb,
                              tick_t now) noexcept nogil
-    cdef void _look(self, int64_t q, int64_t chb, int typ, bint blocked, tick_t now,
-                    Best* best) noexcept nogil
     cdef void _check_look(self, int64_t q, int64_t chb, tick_t now, Best* best) noexcept nogil
-    cdef inline bint _rate_full(self, tick_t now) noexcept nogil
     cdef bint _buffered_write(self, int64_t p, int64_t b) noexcept nogil
     cdef inline bint _closes_active(self, int cmd, int64_t q, int64_t b) noexcept nogil
     cdef int _run(self)

@@ -17,12 +17,14 @@ cdef enum:
     RUN_NEED_INPUT = 1
     RUN_ERROR = -1
 
-# Request lifecycles (sieve.dram.controller.ControllerConfig.lifecycle)
+# Request lifecycles (sieve.dram.controller.ControllerConfig.lifecycle): the engine code of
+# each is its index in LIFECYCLES, and RequestRun._run maps the code to its marker type
+# (LcSieve, LcRamulator2 below), which selects the policy functions compiled for it.
 cdef enum:
     LC_SIEVE = 0
     LC_RAMULATOR2 = 1
 
-#: Names of the lifecycles, by engine code.
+#: The lifecycle registry: names by engine code (sieve.dram.engine.LIFECYCLES).
 LIFECYCLES = ("sieve", "ramulator2")
 
 # Latencies (ticks) below this are counted in a flat histogram; longer ones (starved requests)
@@ -36,6 +38,751 @@ cdef int64_t AGE_INF = (<int64_t>1) << 62
 #               > refresh 2 > row command (ACT/PRE) of a queued request 1
 # (Ramulator 2.1's HBM3/4 controller fills its column slot before its row slot in each tick,
 # looks at the active buffer first, and lets no queued request issue while a refresh waits.)
+
+
+# ============================================================================================
+# Controller policies, chosen once per run
+# ============================================================================================
+# The request scheduler (_rs_*), the refresh manager (_ref_*) and the row policy (_rp_*) are
+# inline functions specialised at compile time on two marker types: the lifecycle (LcSieve,
+# LcRamulator2: fused type Lifecycle) and the row policy (OpenPage, ClosedPage: RowPolicy).
+# Inside them `if Lifecycle is LcRamulator2:` is resolved by the compiler, so the event loop
+# (_request_loop) is compiled once per (lifecycle, row policy) pair and reads no policy flag.
+# RequestRun._run picks the pair from the registry entry of the run (LIFECYCLES, closed_page).
+# Adding a policy: docs/extending-the-engine.md.
+
+cdef struct LcSieve:
+    char unused
+cdef struct LcRamulator2:
+    char unused
+ctypedef fused Lifecycle:
+    LcSieve
+    LcRamulator2
+
+cdef struct OpenPage:
+    char unused
+cdef struct ClosedPage:
+    char unused
+ctypedef fused RowPolicy:
+    OpenPage
+    ClosedPage
+
+# ---- refresh manager ---------------------------------------------------------------------
+cdef inline tick_t _ref_lead(Lifecycle* lc) noexcept nogil:
+    """Ticks a refresh counts as due before Engine.ref_due (ramulator2's clock starts at 1)."""
+    if Lifecycle is LcRamulator2:
+        return 1
+    else:
+        return 0
+
+
+cdef inline void _ref_mark_due(RequestRun run, Lifecycle* lc, int64_t q, int c) noexcept nogil:
+    """Pseudo-channel q (of channel c) has just become due: forget the candidates it blocks
+    (ramulator2: the refresh joins the channel's FIFO, which blocks every queued request of
+    the channel; sieve: it blocks its own PC)."""
+    if Lifecycle is LcRamulator2:
+        run.n_refs_waiting[c] += 1
+        run._inval_channel(c)
+    else:
+        run._inval_pc(q)
+
+
+cdef inline int _ref_candidate(RequestRun run, Lifecycle* lc, int64_t q, int64_t* head,
+                               int64_t* b) noexcept nogil:
+    """The refresh-sequence command of due PC q (its bank in b[0]), or -1 when it may not
+    issue now (ramulator2: its PREA would close an active request's row; head[0] = q, the
+    head of the refresh FIFO, so no later PC of the channel is looked at)."""
+    cdef int cmd
+    if Lifecycle is LcRamulator2:
+        head[0] = q
+    cmd = run.eng._ref_cmd(q, b)
+    if Lifecycle is LcRamulator2:
+        if run._closes_active(cmd, q, b[0]):
+            return -1
+    return cmd
+
+
+cdef inline bint _ref_blocks_pc(RequestRun run, Lifecycle* lc, int64_t q, int c) noexcept nogil:
+    """No queued request of PC q (channel c) may issue: a refresh waits (ramulator2: any in
+    the channel; sieve: an all-bank refresh of q)."""
+    if Lifecycle is LcRamulator2:
+        return run.n_refs_waiting[c] != 0
+    else:
+        return run.ref_pending[q] != 0 and not run.perbank_refresh
+
+
+cdef inline bint _ref_blocks_bank(RequestRun run, Lifecycle* lc, int64_t q,
+                                  int64_t b) noexcept nogil:
+    """No queued request of bank b (of PC q) may issue: its per-bank refresh is due (sieve;
+    ramulator2 blocks whole channels, _ref_blocks_pc)."""
+    if Lifecycle is LcRamulator2:
+        return False
+    else:
+        return run.ref_pending[q] != 0 and run.ref_pending_bank[q] == b - q * run.banks_per_pc
+
+
+cdef inline void _ref_issued(RequestRun run, Lifecycle* lc, int64_t q, int c,
+                             int cmd) noexcept nogil:
+    """A command of PC q's refresh sequence issued (cmd: REFab / REFpb ends the refresh)."""
+    if Lifecycle is LcRamulator2:
+        if cmd == C_REFAB or cmd == C_REFPB:
+            run.n_refs_waiting[c] -= 1
+        run._inval_channel(c)
+    else:
+        run._inval_pc(q)
+
+
+# ---- request scheduler -------------------------------------------------------------------
+cdef inline bint _rs_rate_full(RequestRun run, Lifecycle* lc, tick_t now) noexcept nogil:
+    """The front end has injected all it may at tick `now` (``inject_per_tick``; one at
+    tick 0 in the ramulator2 lifecycle, whose front end ticks once before the first memory
+    tick)."""
+    if run.inject_per_tick == 0 or run.inject_tick != now:
+        return False
+    if Lifecycle is LcRamulator2:
+        if now == 0:
+            return run.inject_count >= 1
+    return run.inject_count >= run.inject_per_tick
+
+
+cdef inline bint _rs_queue_full(RequestRun run, Lifecycle* lc, int64_t j,
+                                tick_t now) noexcept nogil:
+    """The front end sees queue j (per (type, channel)) full at `now` (ramulator2: a slot
+    freed at `now` is seen from now + 1, see RequestRun._freed)."""
+    if Lifecycle is LcRamulator2:
+        return run.queue_len[j] + (run.n_freed[j] if run.freed_tick[j] == now
+                                   else 0) >= run.queue_size
+    else:
+        return run.queue_len[j] >= run.queue_size
+
+
+cdef inline bint _rs_try_forward(RequestRun run, Lifecycle* lc, int64_t p,
+                                 int64_t b) noexcept nogil:
+    """Input request p (bank b, -1 = compute it) is served by a queued write of its address
+    (ramulator2 with addresses fed: RequestRun._buffered_write); sieve: never."""
+    if Lifecycle is LcRamulator2:
+        return run.forward_writes and run._buffered_write(p, b)
+    else:
+        return False
+
+
+cdef inline void _rs_retire(RequestRun run, Lifecycle* lc, int32_t r, int typ, int64_t b,
+                            int64_t q, int c, tick_t now) noexcept nogil:
+    """Request r (type typ, bank b, PC q, channel c) had its last burst at `now`: it leaves
+    its queue (ramulator2: or the active buffer; a queue slot freed counts from now + 1)."""
+    cdef int64_t i, j
+    cdef int64_t o = q * run.banks_per_pc
+    if Lifecycle is LcRamulator2:
+        if run.active_slot[b] == r:
+            # retire from the active buffer
+            run.active_slot[b] = -1
+            i = run.active_bank_pos[b]
+            run.n_active_banks[q] -= 1
+            j = run.active_banks[o + run.n_active_banks[q]]
+            run.active_banks[o + i] = <int32_t>j
+            run.active_bank_pos[j] = <int32_t>i
+            run.active_bank_pos[b] = -1
+            return
+    run._unlink(r, typ, b, q)
+    run.queue_len[typ * run.n_ch + c] -= 1
+    if Lifecycle is LcRamulator2:
+        run._freed(typ * run.n_ch + c, now)
+
+
+cdef inline void _rs_after_row_cmd(RequestRun run, Lifecycle* lc, int32_t r, int typ, int64_t b,
+                                   int64_t q, int c, int cmd, tick_t now) noexcept nogil:
+    """A row command (ACT / PRE) issued for request r (type typ, bank b, PC q, channel c)."""
+    cdef int64_t o = q * run.banks_per_pc
+    if Lifecycle is LcRamulator2:
+        if cmd == C_ACT:
+            # the request moves to the active buffer, freeing its queue slot
+            run._unlink(r, typ, b, q)
+            run.queue_len[typ * run.n_ch + c] -= 1
+            run._freed(typ * run.n_ch + c, now)
+            run.active_slot[b] = r
+            run.active_bank_pos[b] = run.n_active_banks[q]
+            run.active_banks[o + run.n_active_banks[q]] = <int32_t>b
+            run.n_active_banks[q] += 1
+
+
+cdef inline void _rs_row_cmd_ends_tick(RequestRun run, Lifecycle* lc, int c,
+                                       tick_t now) noexcept nogil:
+    """A non-column command issued in channel c at `now` (ramulator2: Ramulator's controller
+    fills its column slot before its row slot in a tick, so no column command in this
+    channel this tick)."""
+    cdef int k, l
+    cdef int64_t i
+    cdef int64_t* R
+    if Lifecycle is LcRamulator2:
+        R = &run.eng.ready[0]
+        for k in range(4):
+            l = C_RD if k == 0 else C_WR if k == 1 else C_RDA if k == 2 else C_WRA
+            i = run.eng.lvl_off[0] + <int64_t>c * run.n_cmd + l
+            if R[i] < now + 1:
+                R[i] = now + 1
+
+
+# ---- row policy --------------------------------------------------------------------------
+cdef inline bint _rp_auto_precharge(RequestRun run, Lifecycle* lc, RowPolicy* rp, int32_t r,
+                                    int64_t b) noexcept nogil:
+    """Request r's last burst (bank b) closes its row (RDA / WRA instead of RD / WR)? Open
+    page: never. Closed page: unless another request in flight hits the row (ramulator2:
+    the bank's active request counts too)."""
+    cdef int32_t r2, a, row
+    if RowPolicy is OpenPage:
+        return False
+    else:
+        row = run.slots[r].row
+        r2 = run.queue_head[b]
+        while r2 != -1 and (r2 == r or run.slots[r2].row != row):
+            r2 = run.slots[r2].next
+        if r2 == -1:
+            r2 = run.queue_head[run.n_banks + b]
+            while r2 != -1 and (r2 == r or run.slots[r2].row != row):
+                r2 = run.slots[r2].next
+        if Lifecycle is LcRamulator2:
+            if r2 == -1:
+                a = run.active_slot[b]
+                if a != -1 and a != r and run.slots[a].row == row:
+                    r2 = a
+        return r2 == -1
+
+
+# ---- request scheduler: candidates (FR-FCFS, see RequestRun) -------------------------------
+
+
+cdef void _rs_build(RequestRun run, Lifecycle* lc, int64_t b, int64_t q, int typ,
+                    bint blocked) noexcept nogil:
+    """The candidates of bank b (see RBank) for queue type `typ`; `blocked`: queued
+    requests may not issue (a refresh waits)."""
+    cdef RBank* bk = &run.banks[b]
+    cdef int32_t r, r2, hit, non, a
+    cdef int orow = run.eng.open_row[b]
+    cdef ReqSlot* slots = run.slots
+    bk.valid = 1
+    bk.n_cand = 0
+    if Lifecycle is LcRamulator2:
+        a = run.active_slot[b]
+        if a != -1:
+            run._add(bk, C_WR if slots[a].typ else C_RD, a, 4, 3 if slots[a].typ else 2)
+        if blocked:
+            return
+        r = run.queue_head[typ * run.n_banks + b]
+        if r == -1:
+            return
+        if orow == -1:
+            run._add(bk, C_ACT, r, 1, 0)
+            return
+        hit = -1
+        non = -1
+        r2 = r
+        while r2 != -1 and (hit == -1 or non == -1):
+            if slots[r2].row == orow:
+                if hit == -1:
+                    hit = r2
+            elif non == -1:
+                non = r2
+            r2 = slots[r2].next
+        if hit != -1:
+            run._add(bk, C_WR if typ else C_RD, hit, 3, 2 + typ)
+        if non != -1 and a == -1:
+            run._add(bk, C_PRE, non, 1, 1)
+        return
+    else:
+        if blocked or _ref_blocks_bank(run, lc, q, b):
+            return
+        r = run.queue_head[typ * run.n_banks + b]
+        if r == -1:
+            return  # (a bank folded in after an injection of the other type)
+        if orow == -1:
+            run._add(bk, C_ACT, r, 0, 0)
+        else:
+            # oldest request that hits the open row, else precharge
+            r2 = r
+            while r2 != -1 and slots[r2].row != orow:
+                r2 = slots[r2].next
+            if r2 != -1:
+                run._add(bk, C_WR if typ else C_RD, r2, 1, 2 + typ)
+            else:
+                run._add(bk, C_PRE, r, 0, 1)
+
+
+cdef void _rs_rebuild(RequestRun run, Lifecycle* lc, int64_t q, int typ,
+                      bint blocked) noexcept nogil:
+    """Bring PC q's candidate list up to date: rebuild the banks on its list (or every
+    bank), as a scan over its banks with queued (ramulator2: or active) requests would."""
+    cdef int64_t b, i, n, b0
+    cdef int k, j, old_n
+    cdef int32_t old_w[3]
+    cdef RBank* bk
+    b0 = q * run.banks_per_pc
+    if run.pc_rebuild_all[q]:
+        run.pc_rebuild_all[q] = 0
+        run.n_cands[q] = 0
+        run.n_rebuild[q] = 0
+        for b in range(b0, b0 + run.banks_per_pc):
+            run.banks[b].valid = 1
+            run.banks[b].n_cand = 0
+        n = 0 if blocked else run.n_queued_banks[typ * run.n_pcs + q]
+        for i in range(n):
+            b = run.queued_banks[typ * run.n_banks + b0 + i]
+            _rs_build(run, lc, b, q, typ, blocked)
+            for k in range(run.banks[b].n_cand):
+                run._cand_put(q, b, k)
+        n = 0
+        if Lifecycle is LcRamulator2:
+            n = run.n_active_banks[q]
+        for i in range(n):
+            b = run.active_banks[b0 + i]
+            # (else built above)
+            if blocked or run.queued_bank_pos[typ * run.n_banks + b] == -1:
+                _rs_build(run, lc, b, q, typ, blocked)
+                for k in range(run.banks[b].n_cand):
+                    run._cand_put(q, b, k)
+        return
+    n = run.n_rebuild[q]
+    for i in range(n):
+        b = run.rebuild_banks[b0 + i]
+        bk = &run.banks[b]
+        # the bank's new candidates take its old ones' list entries, in order
+        old_n = bk.n_cand
+        for k in range(old_n):
+            old_w[k] = bk.cand[k].list_pos
+        bk.valid = 1
+        bk.n_cand = 0
+        if not blocked and run.queued_bank_pos[typ * run.n_banks + b] != -1:
+            _rs_build(run, lc, b, q, typ, blocked)
+        elif Lifecycle is LcRamulator2:
+            if run.active_slot[b] != -1:
+                _rs_build(run, lc, b, q, typ, blocked)
+        for k in range(bk.n_cand):
+            if k < old_n:
+                run._cand_set(q, b, k, old_w[k])
+            else:
+                run._cand_put(q, b, k)
+        # old entries left over go, highest list index first (so that no entry still
+        # to go is moved by a removal)
+        while old_n > bk.n_cand:
+            j = bk.n_cand
+            for k in range(bk.n_cand + 1, old_n):
+                if old_w[k] > old_w[j]:
+                    j = k
+            run._cand_del_at(q, old_w[j])
+            old_w[j] = old_w[old_n - 1]
+            old_n -= 1
+    run.n_rebuild[q] = 0
+
+
+cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int typ, bint blocked,
+                   tick_t now, Best* best) noexcept nogil:
+    """The best candidate of PC q at `now` (FR-FCFS: earliest tick, then rank, then
+    age); best.cmd = -1 when it has none. ``chb``: offset of its channel's row in
+    `ready`."""
+    cdef const int64_t* R = &run.eng.ready[0]
+    cdef int64_t pcb = run.eng.lvl_off[1] + q * run.n_cmd
+    cdef int64_t o = q * run.cand_cap
+    cdef int32_t i, n, mi, id, g
+    cdef tick_t e, m
+    cdef int64_t mk
+    cdef tick_t G[4]
+    cdef tick_t M[4]
+    cdef RCand* cd
+    cdef const int32_t* cand_sid_off
+    cdef const int32_t* cand_bg_off
+    cdef const int32_t* cand_bank_off
+    cdef const int64_t* cand_key
+    cdef const int32_t* cand_group
+    if run.pc_best_valid[q]:
+        # the cached best stands if its tick has not moved (see the class docstring)
+        id = run.pc_best_id[q]
+        cd = &run.banks[id >> 2].cand[id & 3]
+        if run._tick(id >> 2, cd.cmd, chb, pcb, now) == run.pc_best_tick[q]:
+            best.tick = run.pc_best_tick[q]
+            best.cmd = cd.cmd
+            best.slot = cd.slot
+            best.age = cd.age
+            best.rank = cd.rank
+            best.bank = id >> 2
+            if SIEVE_DEBUG_BUILD:
+                run._check_look(q, chb, now, best)
+            return
+    if run.pc_rebuild_all[q] or run.n_rebuild[q]:
+        _rs_rebuild(run, lc, q, typ, blocked)
+    best.cmd = -1
+    best.tick = T_INF
+    best.rank = -1
+    best.age = AGE_INF
+    best.slot = -1
+    best.bank = -1
+    n = run.n_cands[q]
+    if n == 0:
+        run.pc_best_valid[q] = 0
+        return
+    # per group: channel- and PC-level ready tick (at least `now`) and alignment mask
+    G[0] = _max(_max(R[chb + C_ACT], R[pcb + C_ACT]), now)
+    G[1] = _max(_max(R[chb + C_PRE], R[pcb + C_PRE]), now)
+    G[2] = _max(_max(R[chb + C_RD], R[pcb + C_RD]), now)
+    G[3] = _max(_max(R[chb + C_WR], R[pcb + C_WR]), now)
+    M[0] = run.align_mask[C_ACT]
+    M[1] = run.align_mask[C_PRE]
+    M[2] = run.align_mask[C_RD]
+    M[3] = run.align_mask[C_WR]
+    cand_sid_off = &run.cand_sid_off[o]
+    cand_bg_off = &run.cand_bg_off[o]
+    cand_bank_off = &run.cand_bank_off[o]
+    cand_key = &run.cand_key[o]
+    cand_group = &run.cand_group[o]
+    m = T_INF
+    mk = AGE_INF
+    mi = 0
+    for i in range(n):
+        g = cand_group[i]
+        e = _max(_max(R[cand_sid_off[i]], R[cand_bg_off[i]]), _max(R[cand_bank_off[i]], G[g]))
+        e = (e + M[g]) & ~M[g]
+        if e <= m:
+            if e < m or cand_key[i] < mk:
+                m = e
+                mk = cand_key[i]
+                mi = i
+    id = run.cand_id[o + mi]
+    cd = &run.banks[id >> 2].cand[id & 3]
+    best.tick = m
+    best.cmd = cd.cmd
+    best.slot = cd.slot
+    best.age = cd.age
+    best.rank = cd.rank
+    best.bank = id >> 2
+    run.pc_best_valid[q] = 1
+    run.pc_best_tick[q] = m
+    run.pc_best_id[q] = id
+    if SIEVE_DEBUG_BUILD:
+        run._check_look(q, chb, now, best)
+
+
+# ---- the event loop ------------------------------------------------------------------------
+cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
+    """The event loop of RequestRun.advance, compiled once per (lifecycle, row policy)
+    pair (RequestRun._run picks the pair); the policies are the _ref_*, _rs_* and _rp_*
+    functions above."""
+    cdef Engine eng = run.eng
+    cdef int64_t n_banks = run.n_banks
+    cdef int64_t n_pcs = run.n_pcs
+    cdef int n_ch = run.n_ch
+    cdef int pcs_per_ch = run.pcs_per_ch
+    cdef int banks_per_pc = run.banks_per_pc
+    cdef int queue_size = run.queue_size
+    cdef int n_cmd = run.n_cmd
+    cdef bint perbank_refresh = run.perbank_refresh
+    cdef tick_t ref_lead = _ref_lead(lc)
+    cdef int64_t* R = &eng.ready[0]
+    cdef int64_t* ref_due = &eng.ref_due[0]
+    cdef int32_t* ref_rr = &eng.ref_rr[0]
+    cdef int nodes[5]
+    cdef int64_t b, q, q0, p, j, i, head, chb
+    cdef int32_t r
+    cdef int c, l, cmd, typ, kind, best_c, bcmd, brank, bk_i, cls
+    cdef int32_t bslot
+    cdef int64_t bage, bbank
+    cdef tick_t now = run.now
+    cdef tick_t e, bt, best_t, t_inj, dep
+    cdef int rc = E_OK
+    cdef int out = RUN_DONE
+    cdef bint last, better, blocked
+    cdef ReqSlot* s
+    cdef RBank* bk
+    cdef Best pb
+    with nogil:
+        while True:
+            run.n_loops += 1
+            if (run.n_loops & SIGNAL_MASK) == 0 and _check_signals() != E_OK:
+                eng.status = E_INTERRUPT
+                out = RUN_ERROR
+                break
+            # ---- 1. inject requests that have arrived, in order, until a queue is full
+            while run.in_pos < run.in_len:
+                p = run.in_pos
+                if run.in_arrive[p] > now:
+                    break
+                if _rs_rate_full(run, lc, now):
+                    break
+                c = run.in_ch[p]
+                typ = 1 if run.in_write[p] else 0
+                q = <int64_t>c * pcs_per_ch + run.in_pc[p]
+                b = ((q * eng.cnt[2] + run.in_sid[p]) * eng.cnt[3] + run.in_bg[p]) \
+                    * eng.cnt[4] + run.in_bank[p]
+                SIEVE_CHECK_INDEX(b, n_banks)
+                if _rs_try_forward(run, lc, p, b):
+                    # a queued write to the same address serves a read at once and
+                    # absorbs a write (neither takes a queue slot)
+                    dep = now if typ else now + 1
+                    if not typ:
+                        run.n_forwarded += 1
+                        rc = run._count_latency(1)
+                    else:
+                        run.n_coalesced += 1
+                    if dep > run.last_depart:
+                        run.last_depart = dep
+                    if run.has_outputs:
+                        run.out_inject[run.next_id] = now
+                        run.out_depart[run.next_id] = dep
+                        run.out_class[run.next_id] = -1
+                    if run.inject_tick != now:
+                        run.inject_tick = now
+                        run.inject_count = 0
+                    run.inject_count += 1
+                    run.last_inject = now
+                    run.next_id += 1
+                    run.n_injected += 1
+                    run.n_done += 1
+                    run.in_pos += 1
+                    if rc != E_OK:
+                        break
+                    continue
+                j = typ * n_ch + c
+                if _rs_queue_full(run, lc, j, now):
+                    break
+                if run.n_free == 0 and run._grow() != 0:
+                    rc = E_NOMEM
+                    break
+                run.n_free -= 1
+                r = run.free_slots[run.n_free]
+                if run.in_flight[c] == 0:
+                    run.last_progress[c] = now  # the channel has work from now on (watchdog)
+                s = &run.slots[r]
+                s.id = run.next_id
+                s.inject = now
+                s.addr = run.in_addr[p]
+                s.row = run.in_row[p]
+                s.col = run.in_col[p]
+                s.bank = <int32_t>b
+                s.next = -1
+                s.issued = 0
+                s.typ = <int8_t>typ
+                s.row_class = -1
+                j = typ * n_banks + b
+                if run.queue_head[j] == -1:
+                    run.queue_head[j] = r
+                    i = typ * n_pcs + q
+                    run.queued_bank_pos[j] = run.n_queued_banks[i]
+                    run.queued_banks[typ * n_banks + q * banks_per_pc
+                                      + run.n_queued_banks[i]] = <int32_t>b
+                    run.n_queued_banks[i] += 1
+                else:
+                    run.slots[run.queue_tail[j]].next = r
+                run.queue_tail[j] = r
+                run.queue_len[typ * n_ch + c] += 1
+                run.in_flight[c] += 1
+                if run.has_outputs:
+                    run.out_inject[run.next_id] = now
+                    run.out_class[run.next_id] = -1
+                if run.inject_tick != now:
+                    run.inject_tick = now
+                    run.inject_count = 0
+                run.inject_count += 1
+                run.last_inject = now
+                run.next_id += 1
+                run.n_injected += 1
+                run.in_pos += 1
+                run._mark(b, q)  # one bank of the PC changed
+                run.ch_best_valid[c] = 0
+            if rc != E_OK:
+                eng.status = rc
+                out = RUN_ERROR
+                break
+            if run.in_pos >= run.in_len:
+                if not run.input_final:
+                    out = RUN_NEED_INPUT
+                    break
+                if run.n_done == run.n_injected:
+                    out = RUN_DONE
+                    break
+
+            # ---- 2. refreshes that have become due
+            if run.next_ref_due <= now:
+                run.next_ref_due = T_INF
+                for q in range(n_pcs):
+                    if run.ref_pending[q] == 0 and ref_due[q] - ref_lead <= now:
+                        run.ref_pending[q] = 1
+                        c = <int>(q // pcs_per_ch)
+                        if perbank_refresh:
+                            run.ref_pending_bank[q] = ref_rr[q]
+                        _ref_mark_due(run, lc, q, c)
+                        run.ch_best_valid[c] = 0
+                    if run.ref_pending[q] == 0 and ref_due[q] - ref_lead < run.next_ref_due:
+                        run.next_ref_due = ref_due[q] - ref_lead
+
+            # ---- 3. each channel's best command
+            best_t = T_INF
+            best_c = -1
+            for c in range(n_ch):
+                if not run.ch_best_valid[c]:
+                    # write-mode hysteresis
+                    if run.write_mode[c]:
+                        if run.queue_len[n_ch + c] == 0 or (
+                                run.queue_len[n_ch + c] <= run.wr_low
+                                and run.queue_len[c] > 0):
+                            run.write_mode[c] = 0
+                            run._inval_channel(c)
+                    elif run.queue_len[n_ch + c] >= run.wr_high or (
+                            run.queue_len[c] == 0 and run.queue_len[n_ch + c] > 0):
+                        run.write_mode[c] = 1
+                        run._inval_channel(c)
+                    typ = run.write_mode[c]
+                    bt = T_INF
+                    bcmd = -1
+                    bslot = -1
+                    brank = -1
+                    bage = AGE_INF
+                    bbank = -1
+                    head = -1
+                    q0 = <int64_t>c * pcs_per_ch
+                    chb = eng.lvl_off[0] + <int64_t>c * n_cmd
+                    for q in range(q0, q0 + pcs_per_ch):
+                        # refresh commands of a due pseudo-channel (priority over requests;
+                        # ramulator2: only the head of the refresh FIFO)
+                        if run.ref_pending[q] and head == -1:
+                            cmd = _ref_candidate(run, lc, q, &head, &b)
+                            if cmd >= 0:
+                                e = 0
+                                for l in range(eng.cmd_scope[cmd] + 1):
+                                    e = _max(e, R[run.banks[b].base[l] + cmd])
+                                e = run._al(cmd, _max(e, now))
+                                better = (e < bt) | ((e == bt) & ((2 > brank) | (
+                                    (2 == brank) & (-1 < bage))))
+                                if better:
+                                    bt = e
+                                    bcmd = cmd
+                                    bslot = -1
+                                    brank = 2
+                                    bage = -1
+                                    bbank = b
+                        # the PC's best candidate
+                        blocked = _ref_blocks_pc(run, lc, q, c)
+                        _rs_look(run, lc, q, chb, typ, blocked, now, &pb)
+                        if pb.cmd >= 0:
+                            better = (pb.tick < bt) | ((pb.tick == bt) & ((pb.rank > brank) | (
+                                (pb.rank == brank) & (pb.age < bage))))
+                            if better:
+                                bt = pb.tick
+                                bcmd = pb.cmd
+                                bslot = pb.slot
+                                bage = pb.age
+                                brank = pb.rank
+                                bbank = pb.bank
+                    run.ch_best_valid[c] = 1
+                    run.ch_best_tick[c] = bt
+                    run.ch_best_cmd[c] = bcmd
+                    run.ch_best_slot[c] = bslot
+                    run.ch_best_bank[c] = bbank
+                if run.ch_best_tick[c] < best_t:
+                    best_t = run.ch_best_tick[c]
+                    best_c = c
+
+            # ---- 4. the next event: injection, refresh due, or a command issue
+            t_inj = T_INF
+            if run.in_pos < run.in_len:
+                p = run.in_pos
+                c = run.in_ch[p]
+                typ = 1 if run.in_write[p] else 0
+                j = typ * n_ch + c
+                if _rs_try_forward(run, lc, p, -1):
+                    # (forwarded or coalesced: needs no queue slot)
+                    t_inj = _max(run.in_arrive[p], now)
+                    if t_inj == now and _rs_rate_full(run, lc, now):
+                        t_inj = now + 1
+                elif run.queue_len[j] < queue_size:
+                    t_inj = _max(run.in_arrive[p], now)
+                    if t_inj == now and (_rs_queue_full(run, lc, j, now)
+                                         or _rs_rate_full(run, lc, now)):
+                        t_inj = now + 1
+            if t_inj <= best_t and t_inj < T_INF:
+                now = t_inj
+                continue
+            if run.next_ref_due <= best_t and run.next_ref_due < T_INF:
+                now = _max(run.next_ref_due, now)
+                continue
+            if best_c < 0:
+                eng.status = E_STALL  # nothing can ever issue: should not happen
+                out = RUN_ERROR
+                break
+
+            # ---- 5. issue the chosen command
+            now = best_t
+            c = best_c
+            cmd = run.ch_best_cmd[c]
+            r = run.ch_best_slot[c]
+            b = run.ch_best_bank[c]
+            SIEVE_CHECK_INDEX(b, n_banks)
+            bk = &run.banks[b]
+            for l in range(N_LEVELS):
+                nodes[l] = bk.node[l]
+            q = nodes[1]
+            run.ch_best_valid[c] = 0
+            kind = eng.cmd_kind[cmd]
+            if kind == K_READ or kind == K_WRITE:
+                run.last_progress[c] = now
+            elif now - run.last_progress[c] > run.stall_limit and run.in_flight[c] > 0:
+                eng.status = E_STALL  # livelock: requests in flight, no column command for long
+                out = RUN_ERROR
+                break
+            if r < 0:
+                # refresh sequence of pseudo-channel q
+                rc = eng._issue(cmd, nodes, -1, -1, now)
+                if rc == E_OK and eng.log_on:
+                    rc = run._log_type(-1)
+                if cmd == C_REFAB or cmd == C_REFPB:
+                    run.ref_pending[q] = 0
+                    eng._ref_done(q)
+                    run.ref_pending_bank[q] = -1
+                    if ref_due[q] - ref_lead < run.next_ref_due:
+                        run.next_ref_due = ref_due[q] - ref_lead
+                _ref_issued(run, lc, q, c, cmd)
+            else:
+                s = &run.slots[r]
+                typ = s.typ
+                if s.row_class == -1:
+                    cls = 0 if (kind == K_READ or kind == K_WRITE) else (1 if cmd == C_ACT else 2)
+                    s.row_class = <int8_t>cls
+                    run.n_row_class[cls] += 1
+                if kind == K_READ or kind == K_WRITE:
+                    last = s.issued + 1 == run.bursts_per_req
+                    if last and _rp_auto_precharge(run, lc, rp, r, b):
+                        cmd = C_WRA if typ else C_RDA
+                    rc = eng._issue(cmd, nodes, s.row, s.col + s.issued, now)
+                    if rc == E_OK and eng.log_on:
+                        rc = run._log_type(typ)
+                    s.issued += 1
+                    run.pc_bursts[q] += 1
+                    if last:
+                        dep = now + (eng.write_lat if typ else eng.read_lat)
+                        if dep > run.last_depart:
+                            run.last_depart = dep
+                        if not typ and rc == E_OK:
+                            rc = run._count_latency(dep - s.inject)
+                        if run.has_outputs:
+                            run.out_depart[s.id] = dep
+                            run.out_class[s.id] = s.row_class
+                        run.n_done += 1
+                        run.in_flight[c] -= 1
+                        _rs_retire(run, lc, r, typ, b, q, c, now)
+                        run.free_slots[run.n_free] = r
+                        run.n_free += 1
+                else:
+                    rc = eng._issue(cmd, nodes, s.row, -1, now)
+                    if rc == E_OK and eng.log_on:
+                        rc = run._log_type(typ)
+                    _rs_after_row_cmd(run, lc, r, typ, b, q, c, cmd, now)
+            if kind != K_READ and kind != K_WRITE and kind != K_READ_AP and kind != K_WRITE_AP:
+                _rs_row_cmd_ends_tick(run, lc, c, now)
+            # the bank changed (every look reads the ready times afresh)
+            run._mark(b, q)
+            if rc != E_OK:
+                eng.status = rc
+                out = RUN_ERROR
+                break
+    run.now = now
+    return out
+
 
 
 cdef class RequestRun:
@@ -147,8 +894,9 @@ cdef class RequestRun:
         if bursts < 1 or qsize < 1 or wr_high < 1 or wr_low < 0:
             raise ValueError("run_requests: bursts, queue size and write high watermark must be "
                              ">= 1, the low watermark >= 0")
-        if lifecycle not in (LC_SIEVE, LC_RAMULATOR2):
-            raise ValueError(f"RequestRun: lifecycle {lifecycle} out of range [0, 2)")
+        if not 0 <= lifecycle < len(LIFECYCLES):
+            raise ValueError(f"RequestRun: lifecycle {lifecycle} out of range "
+                             f"[0, {len(LIFECYCLES)})")
         if inject_per_tick < 0:
             raise ValueError("RequestRun: inject_per_tick must be >= 0 (0 = unlimited)")
         self.eng = eng
@@ -531,60 +1279,6 @@ cdef class RequestRun:
             self.queued_bank_pos[typ * n_banks + b2] = <int32_t>i
             self.queued_bank_pos[j] = -1
 
-    cdef void _build(self, int64_t b, int64_t q, int typ, bint blocked) noexcept nogil:
-        """The candidates of bank b (see RBank) for queue type `typ`; `blocked`: queued
-        requests may not issue (a refresh waits)."""
-        cdef RBank* bk = &self.banks[b]
-        cdef int32_t r, r2, hit, non, a
-        cdef int orow = self.eng.open_row[b]
-        cdef ReqSlot* slots = self.slots
-        bk.valid = 1
-        bk.n_cand = 0
-        if self.ramulator2:
-            a = self.active_slot[b]
-            if a != -1:
-                self._add(bk, C_WR if slots[a].typ else C_RD, a, 4, 3 if slots[a].typ else 2)
-            if blocked:
-                return
-            r = self.queue_head[typ * self.n_banks + b]
-            if r == -1:
-                return
-            if orow == -1:
-                self._add(bk, C_ACT, r, 1, 0)
-                return
-            hit = -1
-            non = -1
-            r2 = r
-            while r2 != -1 and (hit == -1 or non == -1):
-                if slots[r2].row == orow:
-                    if hit == -1:
-                        hit = r2
-                elif non == -1:
-                    non = r2
-                r2 = slots[r2].next
-            if hit != -1:
-                self._add(bk, C_WR if typ else C_RD, hit, 3, 2 + typ)
-            if non != -1 and a == -1:
-                self._add(bk, C_PRE, non, 1, 1)
-            return
-        if blocked or (self.ref_pending[q]
-                       and self.ref_pending_bank[q] == b - q * self.banks_per_pc):
-            return
-        r = self.queue_head[typ * self.n_banks + b]
-        if r == -1:
-            return  # (a bank folded in after an injection of the other type)
-        if orow == -1:
-            self._add(bk, C_ACT, r, 0, 0)
-        else:
-            # oldest request that hits the open row, else precharge
-            r2 = r
-            while r2 != -1 and slots[r2].row != orow:
-                r2 = slots[r2].next
-            if r2 != -1:
-                self._add(bk, C_WR if typ else C_RD, r2, 1, 2 + typ)
-            else:
-                self._add(bk, C_PRE, r, 0, 1)
-
     cdef inline void _add(self, RBank* bk, int cmd, int32_t r, int rank, int grp) noexcept nogil:
         cdef RCand* cd = &bk.cand[bk.n_cand]
         SIEVE_CHECK_INDEX(r, self.slot_cap)
@@ -635,66 +1329,6 @@ cdef class RequestRun:
             self.banks[(id >> 2)].cand[(id & 3)].list_pos = i
         self.n_cands[q] = n
 
-    cdef void _rebuild(self, int64_t q, int typ, bint blocked) noexcept nogil:
-        """Bring PC q's candidate list up to date: rebuild the banks on its list (or every
-        bank), as a scan over its banks with queued (ramulator2: or active) requests would."""
-        cdef int64_t b, i, n, b0
-        cdef int k, j, old_n
-        cdef int32_t old_w[3]
-        cdef RBank* bk
-        b0 = q * self.banks_per_pc
-        if self.pc_rebuild_all[q]:
-            self.pc_rebuild_all[q] = 0
-            self.n_cands[q] = 0
-            self.n_rebuild[q] = 0
-            for b in range(b0, b0 + self.banks_per_pc):
-                self.banks[b].valid = 1
-                self.banks[b].n_cand = 0
-            n = 0 if blocked else self.n_queued_banks[typ * self.n_pcs + q]
-            for i in range(n):
-                b = self.queued_banks[typ * self.n_banks + b0 + i]
-                self._build(b, q, typ, blocked)
-                for k in range(self.banks[b].n_cand):
-                    self._cand_put(q, b, k)
-            n = self.n_active_banks[q] if self.ramulator2 else 0
-            for i in range(n):
-                b = self.active_banks[b0 + i]
-                # (else built above)
-                if blocked or self.queued_bank_pos[typ * self.n_banks + b] == -1:
-                    self._build(b, q, typ, blocked)
-                    for k in range(self.banks[b].n_cand):
-                        self._cand_put(q, b, k)
-            return
-        n = self.n_rebuild[q]
-        for i in range(n):
-            b = self.rebuild_banks[b0 + i]
-            bk = &self.banks[b]
-            # the bank's new candidates take its old ones' list entries, in order
-            old_n = bk.n_cand
-            for k in range(old_n):
-                old_w[k] = bk.cand[k].list_pos
-            bk.valid = 1
-            bk.n_cand = 0
-            if (not blocked and self.queued_bank_pos[typ * self.n_banks + b] != -1) or (
-                    self.ramulator2 and self.active_slot[b] != -1):
-                self._build(b, q, typ, blocked)
-            for k in range(bk.n_cand):
-                if k < old_n:
-                    self._cand_set(q, b, k, old_w[k])
-                else:
-                    self._cand_put(q, b, k)
-            # old entries left over go, highest list index first (so that no entry still
-            # to go is moved by a removal)
-            while old_n > bk.n_cand:
-                j = bk.n_cand
-                for k in range(bk.n_cand + 1, old_n):
-                    if old_w[k] > old_w[j]:
-                        j = k
-                self._cand_del_at(q, old_w[j])
-                old_w[j] = old_w[old_n - 1]
-                old_n -= 1
-        self.n_rebuild[q] = 0
-
     cdef inline tick_t _tick(self, int64_t b, int cmd, int64_t chb, int64_t pcb,
                              tick_t now) noexcept nogil:
         """Earliest tick of `cmd` at bank b (every level of its path), at or after `now`."""
@@ -703,91 +1337,6 @@ cdef class RequestRun:
         return self._al(cmd, _max(_max(_max(R[chb + cmd], R[pcb + cmd]), now),
                                   _max(_max(R[bk.base[2] + cmd], R[bk.base[3] + cmd]),
                                        R[bk.base[4] + cmd])))
-
-    cdef void _look(self, int64_t q, int64_t chb, int typ, bint blocked, tick_t now,
-                    Best* best) noexcept nogil:
-        """The best candidate of PC q at `now` (FR-FCFS: earliest tick, then rank, then
-        age); best.cmd = -1 when it has none. ``chb``: offset of its channel's row in
-        `ready`."""
-        cdef const int64_t* R = &self.eng.ready[0]
-        cdef int64_t pcb = self.eng.lvl_off[1] + q * self.n_cmd
-        cdef int64_t o = q * self.cand_cap
-        cdef int32_t i, n, mi, id, g
-        cdef tick_t e, m
-        cdef int64_t mk
-        cdef tick_t G[4]
-        cdef tick_t M[4]
-        cdef RCand* cd
-        cdef const int32_t* cand_sid_off
-        cdef const int32_t* cand_bg_off
-        cdef const int32_t* cand_bank_off
-        cdef const int64_t* cand_key
-        cdef const int32_t* cand_group
-        if self.pc_best_valid[q]:
-            # the cached best stands if its tick has not moved (see the class docstring)
-            id = self.pc_best_id[q]
-            cd = &self.banks[id >> 2].cand[id & 3]
-            if self._tick(id >> 2, cd.cmd, chb, pcb, now) == self.pc_best_tick[q]:
-                best.tick = self.pc_best_tick[q]
-                best.cmd = cd.cmd
-                best.slot = cd.slot
-                best.age = cd.age
-                best.rank = cd.rank
-                best.bank = id >> 2
-                if SIEVE_DEBUG_BUILD:
-                    self._check_look(q, chb, now, best)
-                return
-        if self.pc_rebuild_all[q] or self.n_rebuild[q]:
-            self._rebuild(q, typ, blocked)
-        best.cmd = -1
-        best.tick = T_INF
-        best.rank = -1
-        best.age = AGE_INF
-        best.slot = -1
-        best.bank = -1
-        n = self.n_cands[q]
-        if n == 0:
-            self.pc_best_valid[q] = 0
-            return
-        # per group: channel- and PC-level ready tick (at least `now`) and alignment mask
-        G[0] = _max(_max(R[chb + C_ACT], R[pcb + C_ACT]), now)
-        G[1] = _max(_max(R[chb + C_PRE], R[pcb + C_PRE]), now)
-        G[2] = _max(_max(R[chb + C_RD], R[pcb + C_RD]), now)
-        G[3] = _max(_max(R[chb + C_WR], R[pcb + C_WR]), now)
-        M[0] = self.align_mask[C_ACT]
-        M[1] = self.align_mask[C_PRE]
-        M[2] = self.align_mask[C_RD]
-        M[3] = self.align_mask[C_WR]
-        cand_sid_off = &self.cand_sid_off[o]
-        cand_bg_off = &self.cand_bg_off[o]
-        cand_bank_off = &self.cand_bank_off[o]
-        cand_key = &self.cand_key[o]
-        cand_group = &self.cand_group[o]
-        m = T_INF
-        mk = AGE_INF
-        mi = 0
-        for i in range(n):
-            g = cand_group[i]
-            e = _max(_max(R[cand_sid_off[i]], R[cand_bg_off[i]]), _max(R[cand_bank_off[i]], G[g]))
-            e = (e + M[g]) & ~M[g]
-            if e <= m:
-                if e < m or cand_key[i] < mk:
-                    m = e
-                    mk = cand_key[i]
-                    mi = i
-        id = self.cand_id[o + mi]
-        cd = &self.banks[id >> 2].cand[id & 3]
-        best.tick = m
-        best.cmd = cd.cmd
-        best.slot = cd.slot
-        best.age = cd.age
-        best.rank = cd.rank
-        best.bank = id >> 2
-        self.pc_best_valid[q] = 1
-        self.pc_best_tick[q] = m
-        self.pc_best_id[q] = id
-        if SIEVE_DEBUG_BUILD:
-            self._check_look(q, chb, now, best)
 
     cdef void _check_look(self, int64_t q, int64_t chb, tick_t now, Best* best) noexcept nogil:
         """Debug builds: the candidate list matches the banks' candidates, and the best is
@@ -824,14 +1373,6 @@ cdef class RequestRun:
             bad = 1
         SIEVE_CHECK_INDEX(-bad, 1)  # aborts with a message when the lists are inconsistent
 
-    cdef inline bint _rate_full(self, tick_t now) noexcept nogil:
-        """The front end has injected all it may at tick `now` (``inject_per_tick``; one at
-        tick 0 in the ramulator2 lifecycle, whose front end ticks once before the first
-        memory tick)."""
-        if self.inject_per_tick == 0 or self.inject_tick != now:
-            return False
-        return self.inject_count >= (1 if (self.ramulator2 and now == 0) else self.inject_per_tick)
-
     cdef bint _buffered_write(self, int64_t p, int64_t b) noexcept nogil:
         """ramulator2: input request p has the address of a queued (not active) write, so it
         is forwarded (a read) or coalesced (a write). ``b``: its global bank, -1 = compute."""
@@ -857,385 +1398,17 @@ cdef class RequestRun:
             return self.active_slot[b] != -1
         return self.n_active_banks[q] > 0
 
+
     cdef int _run(self):
-        cdef Engine eng = self.eng
-        cdef int64_t n_banks = self.n_banks
-        cdef int64_t n_pcs = self.n_pcs
-        cdef int n_ch = self.n_ch
-        cdef int pcs_per_ch = self.pcs_per_ch
-        cdef int banks_per_pc = self.banks_per_pc
-        cdef int queue_size = self.queue_size
-        cdef int n_cmd = self.n_cmd
-        cdef bint ramulator2 = self.ramulator2
-        cdef bint perbank_refresh = self.perbank_refresh
-        cdef tick_t ref_lead = self.ref_lead
-        cdef int64_t* R = &eng.ready[0]
-        cdef int64_t* ref_due = &eng.ref_due[0]
-        cdef int32_t* ref_rr = &eng.ref_rr[0]
-        cdef int nodes[5]
-        cdef int64_t b, q, q0, p, j, i, head, chb
-        cdef int32_t r, r2, a
-        cdef int c, l, k, cmd, typ, kind, best_c, bcmd, brank, bk_i, cls
-        cdef int32_t bslot
-        cdef int64_t bage, bbank
-        cdef tick_t now = self.now
-        cdef tick_t e, bt, best_t, t_inj, dep
-        cdef int rc = E_OK
-        cdef int out = RUN_DONE
-        cdef bint last, better, blocked
-        cdef ReqSlot* s
-        cdef RBank* bk
-        cdef Best pb
-        with nogil:
-            while True:
-                self.n_loops += 1
-                if (self.n_loops & SIGNAL_MASK) == 0 and _check_signals() != E_OK:
-                    eng.status = E_INTERRUPT
-                    out = RUN_ERROR
-                    break
-                # ---- 1. inject requests that have arrived, in order, until a queue is full
-                while self.in_pos < self.in_len:
-                    p = self.in_pos
-                    if self.in_arrive[p] > now:
-                        break
-                    if self._rate_full(now):
-                        break
-                    c = self.in_ch[p]
-                    typ = 1 if self.in_write[p] else 0
-                    q = <int64_t>c * pcs_per_ch + self.in_pc[p]
-                    b = ((q * eng.cnt[2] + self.in_sid[p]) * eng.cnt[3] + self.in_bg[p]) \
-                        * eng.cnt[4] + self.in_bank[p]
-                    SIEVE_CHECK_INDEX(b, n_banks)
-                    if self.forward_writes and self._buffered_write(p, b):
-                        # a queued write to the same address serves a read at once and
-                        # absorbs a write (neither takes a queue slot)
-                        dep = now if typ else now + 1
-                        if not typ:
-                            self.n_forwarded += 1
-                            rc = self._count_latency(1)
-                        else:
-                            self.n_coalesced += 1
-                        if dep > self.last_depart:
-                            self.last_depart = dep
-                        if self.has_outputs:
-                            self.out_inject[self.next_id] = now
-                            self.out_depart[self.next_id] = dep
-                            self.out_class[self.next_id] = -1
-                        if self.inject_tick != now:
-                            self.inject_tick = now
-                            self.inject_count = 0
-                        self.inject_count += 1
-                        self.last_inject = now
-                        self.next_id += 1
-                        self.n_injected += 1
-                        self.n_done += 1
-                        self.in_pos += 1
-                        if rc != E_OK:
-                            break
-                        continue
-                    j = typ * n_ch + c
-                    if self.queue_len[j] + (self.n_freed[j] if self.freed_tick[j] == now
-                                            else 0) >= queue_size:
-                        break
-                    if self.n_free == 0 and self._grow() != 0:
-                        rc = E_NOMEM
-                        break
-                    self.n_free -= 1
-                    r = self.free_slots[self.n_free]
-                    if self.in_flight[c] == 0:
-                        self.last_progress[c] = now  # the channel has work from now on (watchdog)
-                    s = &self.slots[r]
-                    s.id = self.next_id
-                    s.inject = now
-                    s.addr = self.in_addr[p]
-                    s.row = self.in_row[p]
-                    s.col = self.in_col[p]
-                    s.bank = <int32_t>b
-                    s.next = -1
-                    s.issued = 0
-                    s.typ = <int8_t>typ
-                    s.row_class = -1
-                    j = typ * n_banks + b
-                    if self.queue_head[j] == -1:
-                        self.queue_head[j] = r
-                        i = typ * n_pcs + q
-                        self.queued_bank_pos[j] = self.n_queued_banks[i]
-                        self.queued_banks[typ * n_banks + q * banks_per_pc
-                                          + self.n_queued_banks[i]] = <int32_t>b
-                        self.n_queued_banks[i] += 1
-                    else:
-                        self.slots[self.queue_tail[j]].next = r
-                    self.queue_tail[j] = r
-                    self.queue_len[typ * n_ch + c] += 1
-                    self.in_flight[c] += 1
-                    if self.has_outputs:
-                        self.out_inject[self.next_id] = now
-                        self.out_class[self.next_id] = -1
-                    if self.inject_tick != now:
-                        self.inject_tick = now
-                        self.inject_count = 0
-                    self.inject_count += 1
-                    self.last_inject = now
-                    self.next_id += 1
-                    self.n_injected += 1
-                    self.in_pos += 1
-                    self._mark(b, q)  # one bank of the PC changed
-                    self.ch_best_valid[c] = 0
-                if rc != E_OK:
-                    eng.status = rc
-                    out = RUN_ERROR
-                    break
-                if self.in_pos >= self.in_len:
-                    if not self.input_final:
-                        out = RUN_NEED_INPUT
-                        break
-                    if self.n_done == self.n_injected:
-                        out = RUN_DONE
-                        break
-
-                # ---- 2. refreshes that have become due
-                if self.next_ref_due <= now:
-                    self.next_ref_due = T_INF
-                    for q in range(n_pcs):
-                        if self.ref_pending[q] == 0 and ref_due[q] - ref_lead <= now:
-                            self.ref_pending[q] = 1
-                            c = <int>(q // pcs_per_ch)
-                            if perbank_refresh:
-                                self.ref_pending_bank[q] = ref_rr[q]
-                            if ramulator2:
-                                self.n_refs_waiting[c] += 1
-                                self._inval_channel(c)
-                            else:
-                                self._inval_pc(q)
-                            self.ch_best_valid[c] = 0
-                        if self.ref_pending[q] == 0 and ref_due[q] - ref_lead < self.next_ref_due:
-                            self.next_ref_due = ref_due[q] - ref_lead
-
-                # ---- 3. each channel's best command
-                best_t = T_INF
-                best_c = -1
-                for c in range(n_ch):
-                    if not self.ch_best_valid[c]:
-                        # write-mode hysteresis
-                        if self.write_mode[c]:
-                            if self.queue_len[n_ch + c] == 0 or (
-                                    self.queue_len[n_ch + c] <= self.wr_low
-                                    and self.queue_len[c] > 0):
-                                self.write_mode[c] = 0
-                                self._inval_channel(c)
-                        elif self.queue_len[n_ch + c] >= self.wr_high or (
-                                self.queue_len[c] == 0 and self.queue_len[n_ch + c] > 0):
-                            self.write_mode[c] = 1
-                            self._inval_channel(c)
-                        typ = self.write_mode[c]
-                        bt = T_INF
-                        bcmd = -1
-                        bslot = -1
-                        brank = -1
-                        bage = AGE_INF
-                        bbank = -1
-                        head = -1
-                        q0 = <int64_t>c * pcs_per_ch
-                        chb = eng.lvl_off[0] + <int64_t>c * n_cmd
-                        for q in range(q0, q0 + pcs_per_ch):
-                            # refresh commands of a due pseudo-channel (priority over requests;
-                            # ramulator2: only the head of the refresh FIFO)
-                            if self.ref_pending[q] and head == -1:
-                                if ramulator2:
-                                    head = q
-                                cmd = eng._ref_cmd(q, &b)
-                                if not (ramulator2 and self._closes_active(cmd, q, b)):
-                                    e = 0
-                                    for l in range(eng.cmd_scope[cmd] + 1):
-                                        e = _max(e, R[self.banks[b].base[l] + cmd])
-                                    e = self._al(cmd, _max(e, now))
-                                    better = (e < bt) | ((e == bt) & ((2 > brank) | (
-                                        (2 == brank) & (-1 < bage))))
-                                    if better:
-                                        bt = e
-                                        bcmd = cmd
-                                        bslot = -1
-                                        brank = 2
-                                        bage = -1
-                                        bbank = b
-                            # the PC's best candidate
-                            if ramulator2:
-                                blocked = self.n_refs_waiting[c] != 0
-                            else:
-                                blocked = self.ref_pending[q] and not perbank_refresh
-                            self._look(q, chb, typ, blocked, now, &pb)
-                            if pb.cmd >= 0:
-                                better = (pb.tick < bt) | ((pb.tick == bt) & ((pb.rank > brank) | (
-                                    (pb.rank == brank) & (pb.age < bage))))
-                                if better:
-                                    bt = pb.tick
-                                    bcmd = pb.cmd
-                                    bslot = pb.slot
-                                    bage = pb.age
-                                    brank = pb.rank
-                                    bbank = pb.bank
-                        self.ch_best_valid[c] = 1
-                        self.ch_best_tick[c] = bt
-                        self.ch_best_cmd[c] = bcmd
-                        self.ch_best_slot[c] = bslot
-                        self.ch_best_bank[c] = bbank
-                    if self.ch_best_tick[c] < best_t:
-                        best_t = self.ch_best_tick[c]
-                        best_c = c
-
-                # ---- 4. the next event: injection, refresh due, or a command issue
-                t_inj = T_INF
-                if self.in_pos < self.in_len:
-                    p = self.in_pos
-                    c = self.in_ch[p]
-                    typ = 1 if self.in_write[p] else 0
-                    j = typ * n_ch + c
-                    if self.forward_writes and self._buffered_write(p, -1):
-                        # (forwarded or coalesced: needs no queue slot)
-                        t_inj = _max(self.in_arrive[p], now)
-                        if t_inj == now and self._rate_full(now):
-                            t_inj = now + 1
-                    elif self.queue_len[j] < queue_size:
-                        t_inj = _max(self.in_arrive[p], now)
-                        if t_inj == now and (
-                                (self.freed_tick[j] == now
-                                 and self.queue_len[j] + self.n_freed[j] >= queue_size)
-                                or self._rate_full(now)):
-                            t_inj = now + 1
-                if t_inj <= best_t and t_inj < T_INF:
-                    now = t_inj
-                    continue
-                if self.next_ref_due <= best_t and self.next_ref_due < T_INF:
-                    now = _max(self.next_ref_due, now)
-                    continue
-                if best_c < 0:
-                    eng.status = E_STALL  # nothing can ever issue: should not happen
-                    out = RUN_ERROR
-                    break
-
-                # ---- 5. issue the chosen command
-                now = best_t
-                c = best_c
-                cmd = self.ch_best_cmd[c]
-                r = self.ch_best_slot[c]
-                b = self.ch_best_bank[c]
-                SIEVE_CHECK_INDEX(b, n_banks)
-                bk = &self.banks[b]
-                for l in range(N_LEVELS):
-                    nodes[l] = bk.node[l]
-                q = nodes[1]
-                self.ch_best_valid[c] = 0
-                kind = eng.cmd_kind[cmd]
-                if kind == K_READ or kind == K_WRITE:
-                    self.last_progress[c] = now
-                elif now - self.last_progress[c] > self.stall_limit and self.in_flight[c] > 0:
-                    eng.status = E_STALL  # livelock: requests in flight, no column command for long
-                    out = RUN_ERROR
-                    break
-                if r < 0:
-                    # refresh sequence of pseudo-channel q
-                    rc = eng._issue(cmd, nodes, -1, -1, now)
-                    if rc == E_OK and eng.log_on:
-                        rc = self._log_type(-1)
-                    if cmd == C_REFAB or cmd == C_REFPB:
-                        self.ref_pending[q] = 0
-                        eng._ref_done(q)
-                        self.ref_pending_bank[q] = -1
-                        if ref_due[q] - ref_lead < self.next_ref_due:
-                            self.next_ref_due = ref_due[q] - ref_lead
-                        if ramulator2:
-                            self.n_refs_waiting[c] -= 1
-                    if ramulator2:
-                        self._inval_channel(c)
-                    else:
-                        self._inval_pc(q)
-                else:
-                    s = &self.slots[r]
-                    typ = s.typ
-                    if s.row_class == -1:
-                        cls = 0 if (kind == K_READ or kind == K_WRITE) else (1 if cmd == C_ACT else 2)
-                        s.row_class = <int8_t>cls
-                        self.n_row_class[cls] += 1
-                    if kind == K_READ or kind == K_WRITE:
-                        last = s.issued + 1 == self.bursts_per_req
-                        if self.closed_page and last:
-                            # auto-precharge unless another request in flight hits this row
-                            r2 = self.queue_head[b]
-                            while r2 != -1 and (r2 == r or self.slots[r2].row != s.row):
-                                r2 = self.slots[r2].next
-                            if r2 == -1:
-                                r2 = self.queue_head[n_banks + b]
-                                while r2 != -1 and (r2 == r or self.slots[r2].row != s.row):
-                                    r2 = self.slots[r2].next
-                            if r2 == -1 and ramulator2:
-                                a = self.active_slot[b]
-                                if a != -1 and a != r and self.slots[a].row == s.row:
-                                    r2 = a
-                            if r2 == -1:
-                                cmd = C_WRA if typ else C_RDA
-                        rc = eng._issue(cmd, nodes, s.row, s.col + s.issued, now)
-                        if rc == E_OK and eng.log_on:
-                            rc = self._log_type(typ)
-                        s.issued += 1
-                        self.pc_bursts[q] += 1
-                        if last:
-                            dep = now + (eng.write_lat if typ else eng.read_lat)
-                            if dep > self.last_depart:
-                                self.last_depart = dep
-                            if not typ and rc == E_OK:
-                                rc = self._count_latency(dep - s.inject)
-                            if self.has_outputs:
-                                self.out_depart[s.id] = dep
-                                self.out_class[s.id] = s.row_class
-                            self.n_done += 1
-                            self.in_flight[c] -= 1
-                            if ramulator2 and self.active_slot[b] == r:
-                                # retire from the active buffer
-                                self.active_slot[b] = -1
-                                i = self.active_bank_pos[b]
-                                self.n_active_banks[q] -= 1
-                                j = self.active_banks[q * banks_per_pc + self.n_active_banks[q]]
-                                self.active_banks[q * banks_per_pc + i] = <int32_t>j
-                                self.active_bank_pos[j] = <int32_t>i
-                                self.active_bank_pos[b] = -1
-                            else:
-                                self._unlink(r, typ, b, q)
-                                self.queue_len[typ * n_ch + c] -= 1
-                                if ramulator2:
-                                    self._freed(typ * n_ch + c, now)
-                            self.free_slots[self.n_free] = r
-                            self.n_free += 1
-                    else:
-                        rc = eng._issue(cmd, nodes, s.row, -1, now)
-                        if rc == E_OK and eng.log_on:
-                            rc = self._log_type(typ)
-                        if ramulator2 and cmd == C_ACT:
-                            # the request moves to the active buffer, freeing its queue slot
-                            self._unlink(r, typ, b, q)
-                            self.queue_len[typ * n_ch + c] -= 1
-                            self._freed(typ * n_ch + c, now)
-                            self.active_slot[b] = r
-                            self.active_bank_pos[b] = self.n_active_banks[q]
-                            self.active_banks[q * banks_per_pc
-                                              + self.n_active_banks[q]] = <int32_t>b
-                            self.n_active_banks[q] += 1
-                if ramulator2 and (kind != K_READ and kind != K_WRITE and kind != K_READ_AP
-                            and kind != K_WRITE_AP):
-                    # Ramulator's controller fills its column slot before its row slot in a
-                    # tick: after a row command, no column command in this channel this tick
-                    for k in range(4):
-                        l = C_RD if k == 0 else C_WR if k == 1 else C_RDA if k == 2 else C_WRA
-                        i = eng.lvl_off[0] + <int64_t>c * n_cmd + l
-                        if R[i] < now + 1:
-                            R[i] = now + 1
-                # the bank changed (every look reads the ready times afresh)
-                self._mark(b, q)
-                if rc != E_OK:
-                    eng.status = rc
-                    out = RUN_ERROR
-                    break
-        self.now = now
-        return out
+        """Run the event loop compiled for this run's policies (see the registry LIFECYCLES and
+        the policy functions above the class): chosen here, once per advance."""
+        if self.lifecycle == LC_RAMULATOR2:
+            if self.closed_page:
+                return _request_loop(self, <LcRamulator2*>NULL, <ClosedPage*>NULL)
+            return _request_loop(self, <LcRamulator2*>NULL, <OpenPage*>NULL)
+        if self.closed_page:
+            return _request_loop(self, <LcSieve*>NULL, <ClosedPage*>NULL)
+        return _request_loop(self, <LcSieve*>NULL, <OpenPage*>NULL)
 
 
 def _check_requests(Engine eng, arrays, int bursts, int qsize, int wr_high, int wr_low,
