@@ -345,7 +345,11 @@ def oracle() -> str:
         "experts with a large batch spread their counts over many values (Mixtral B=128, "
         "top-2: 11 to 52 tokens), so four steps still leave most of them unobserved. sieve-cp "
         "reads those counts from the observed ones instead (docs/schedulers.md, \"The runtime "
-        "PIM cost table\").", ""])
+        "PIM cost table\"). Ratios below 1 (Qwen3-30B-A3B B=1 after four warm-up steps) are "
+        "decisions sieve-cp skipped: its warm-up decisions saved less than they cost, so the "
+        "measured step runs all on PIM at no decision time (docs/schedulers.md, \"Decisions "
+        "that do not pay\"), while every split of the oracle pays the decision time of a "
+        "dynamic method.", ""])
 
 
 def main(argv: list[str] | None = None) -> int:
