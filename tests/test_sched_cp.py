@@ -69,8 +69,8 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
     mine = cp_estimate(load, est, p.on_pim, fallback)
     # what deciding saved, by its own estimate: all on PIM against the chosen split; none
     # before the table observed anything
-    if observe:
-        start = cp_estimate(load, est, counts > 0, fallback) if counts.any() else 0.0
+    if observe:  # nothing activated: nothing decided, nothing saved
+        start = cp_estimate(load, est, counts > 0, fallback) if counts.any() else mine
         assert p.est_gain_ns == pytest.approx(start - mine, rel=1e-9, abs=1e-6)
         assert p.est_gain_ns >= 0.0
     else:
@@ -162,6 +162,42 @@ def test_gpu_experts_priced_as_the_kernel_model():
                                               a2.f * counts.sum() / a2.flops_per_ns)
         assert cp_estimate(load, peak, np.zeros(128, dtype=bool)) == pytest.approx(seed_peak,
                                                                                    rel=1e-12)
+
+
+def test_cube_root_of_the_p3_combine():
+    """The p = 3 combine takes the cube root of 1 + r^3 in [1, 2] with a polynomial and two
+    Halley steps (the compiled loop does the same arithmetic: decisions are compared with the
+    reference above), within 3 ulp of libm's cbrt there; the p-norm it gives is the kernel
+    model's (sieve.hw.gpu._combine) to 1e-15."""
+    import math
+
+    from sieve.hw.gpu import _combine as kernel_combine
+    from sieve.sched.cp import _cbrt12, _combine
+
+    x = np.linspace(1.0, 2.0, 200_001)
+    err = max(abs(_cbrt12(v) - math.cbrt(v)) / math.ulp(math.cbrt(v)) for v in x.tolist())
+    assert err <= 3.0
+    rng = np.random.default_rng(3)
+    for a, b in rng.uniform(0.0, 1e5, (2000, 2)).tolist():
+        for p in (3.0, 2.0, 4.5):
+            assert _combine(a, b, p) == pytest.approx(kernel_combine(a, b, p), rel=1e-15)
+    assert _combine(5.0, 0.0, 3.0) == 5.0 and _combine(0.0, 0.0, 3.0) == 0.0
+
+
+def test_counts_beyond_the_cost_table():
+    """A count past the runtime table's end: the table grows and the decision reads the
+    filled table there, compiled as in the reference."""
+    est = _estimator(True)
+    table = est.table("tp")
+    size = table.values.size
+    counts = np.array([3, size + 40, 7, 2 * size, 0, 1], dtype=np.int64)
+    load = LayerLoad(counts, est.shape, timing=LayerTiming(hbm_ready_ns=2e3, pim_ready_ns=5e4))
+    p = sieve_cp(load, est)
+    assert table.values.size > 2 * size
+    ref, steps = sieve_cp_reference(load, est)
+    assert np.array_equal(p.on_pim, ref) and p.steps == steps
+    assert p.est_gain_ns == pytest.approx(cp_estimate(load, est, counts > 0)
+                                          - cp_estimate(load, est, p.on_pim), rel=1e-12)
 
 
 def test_start_split_is_all_on_pim():

@@ -13,7 +13,7 @@
 # a program pays once however many experts it runs (the GPU step of the "layer" order).
 
 from libc.stdint cimport int8_t, int64_t
-from libc.math cimport ceil, pow
+from libc.math cimport ceil, pow, sqrt
 from libc.stdlib cimport free, malloc
 
 
@@ -156,17 +156,39 @@ Q_J = 23      # out: the estimate of the chosen split (Q_J0 - Q_J: the decision'
 Q_PN = 24     # the p of the combine (<= 0: max, the seed's roofline)
 Q_TMIN = 25   # smallest token tile of a grouped GEMM (0: no padding)
 Q_TMAX = 26   # largest token tile
-Q_N = 27
+Q_NACT = 27   # out: activated experts (token count > 0)
+Q_CMAX = 28   # out: the largest token count (the caller grows a table shorter than it)
+Q_N = 29
+
+
+cdef inline double _cbrt12(double x) noexcept nogil:
+    """Cube root of x in [1, 2] (the p = 3 combine's 1 + r^3): a quadratic first guess
+    (Chebyshev fit, 8e-4 relative) and two Halley steps, y <- y (y^3 + 2x) / (2y^3 + x);
+    within 3 ulp (6.7e-16) of libm's cbrt on [1, 2] (tests/test_sched_cp.py) at a quarter of its
+    cost. sieve.sched.cp._cbrt12 is the same arithmetic in Python."""
+    cdef double y = 0.6242864310132806 + x * (0.43551165145893983 + x * -0.05900474451917884)
+    cdef double y3 = y * y * y
+    y = y * (y3 + 2.0 * x) / (2.0 * y3 + x)
+    y3 = y * y * y
+    return y * (y3 + 2.0 * x) / (2.0 * y3 + x)
 
 
 cdef inline double _comb(double x, double y, double pn) noexcept nogil:
     """Memory and compute time of one kernel: max (pn <= 0) or the p-norm
-    hi * (1 + (lo / hi)^pn)^(1 / pn) (sieve.hw.gpu._combine)."""
+    hi * (1 + (lo / hi)^pn)^(1 / pn) (sieve.hw.gpu._combine), for pn = 3 (the calibration's)
+    and 2 by products and _cbrt12 / sqrt instead of two pow calls (sieve.sched.cp._combine,
+    the reference, does the same arithmetic)."""
     cdef double hi = x if x > y else y
     cdef double lo = y if x > y else x
+    cdef double r
     if pn <= 0 or hi <= 0:
         return hi
-    return hi * pow(1.0 + pow(lo / hi, pn), 1.0 / pn)
+    r = lo / hi
+    if pn == 3.0:
+        return hi * _cbrt12(1.0 + r * r * r)
+    if pn == 2.0:
+        return hi * sqrt(1.0 + r * r)
+    return hi * pow(1.0 + pow(r, pn), 1.0 / pn)
 
 
 cdef inline double _pad(int64_t c, double tmin, double tmax) noexcept nogil:
@@ -235,6 +257,27 @@ cdef inline double _cp_obj(double t, double n, double t_gpu, double pim, double 
         occ_h = w * n / bw
         occ_g = t_gpu - occ_h
     return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
+
+
+def cp_timing(double[::1] par, object t, double fixed):
+    """Write a LayerTiming (sieve.sched.partition) and the PIM fixed time into sieve_cp_greedy's
+    par (Q_H ... Q_OB, Q_FIXED; None for other_attn_* -> -1), as sieve.sched.cp._params did in
+    Python: one call instead of a dozen item stores (the decision's own time, issue 15)."""
+    if par.shape[0] < Q_N:
+        raise ValueError("cp_timing: par must hold Q_N values")
+    cdef object o_r = t.other_attn_ready_ns, o_b = t.other_attn_blocked_ns
+    par[6] = t.hbm_ready_ns  # Q_H
+    par[7] = t.gpu_ready_ns  # Q_G
+    par[8] = t.dispatch_ns  # Q_D
+    par[9] = t.pim_ready_ns  # Q_P
+    par[12] = t.combine_ready_ns  # Q_C
+    par[11] = fixed  # Q_FIXED
+    par[16] = t.chain_ns  # Q_CHAIN
+    par[17] = t.gpu_period_ns  # Q_PG
+    par[18] = t.hbm_period_ns  # Q_PH
+    par[19] = t.pim_period_ns  # Q_PP
+    par[20] = -1.0 if o_r is None else <double>o_r  # Q_OR
+    par[21] = -1.0 if o_b is None else <double>o_b  # Q_OB
 
 
 def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1] on_pim,
@@ -330,6 +373,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
         par[15] = <double>steps  # Q_STEPS
         par[22] = t0  # Q_J0
         par[23] = t_cur  # Q_J
+        par[27] = <double>n_act  # Q_NACT
+        par[28] = <double>cmax  # Q_CMAX
     free(order)
     free(start)
     return moved
