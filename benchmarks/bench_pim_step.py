@@ -65,13 +65,10 @@ def workload(model: str, batch: int, layers: int):
 
 def diagnose(dev, start_ns: float) -> dict:
     """Channels differing from channel 0 at a program's start, and the equivalence classes."""
-    e = dev._engine
-    lay = e.layout()
-    st = e.get_state()
-    nch, npc = lay["n_channels"], lay["pcs_per_channel"]
-    pim_rows = st["ab_row"].reshape(lay["n_buffers"], nch, npc)[-1]
-    due = st["ref_due"].reshape(nch, npc)
-    order = np.argsort(st["pc_lseq"].reshape(nch, npc), axis=1, kind="stable")
+    st = dev._engine.state_by_channel()
+    pim_rows = st["ab_row"][:, :, -1]  # (channel, pc, buffer, unit): the PIM row buffer
+    due = st["ref_due"]
+    order = np.argsort(st["pc_lseq"], axis=1, kind="stable")
     out = {"last command": int(np.sum(st["ch_last"] != st["ch_last"][0])),
            "open PIM rows": int(np.sum(np.any(pim_rows != pim_rows[0], axis=1))),
            "refresh due": int(np.sum(np.any(due != due[0], axis=1))),

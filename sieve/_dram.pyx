@@ -96,6 +96,19 @@ cdef inline tick_t _min(tick_t a, tick_t b) noexcept nogil:
     return a if a < b else b
 
 
+_BUFFER_FIELDS = ("open_row", "ab_row", "sb_row", "n_open")
+_PC_FIELDS = _BUFFER_FIELDS + ("ref_due", "ref_rr", "pc_last", "pc_lseq")
+
+
+def _put_channels(str name, view, value, Py_ssize_t n):
+    """Write ``value`` into the first ``n`` channels of a by-channel view (shape checked)."""
+    a = np.asarray(value)
+    if a.shape != view[:n].shape or (a.size and a.dtype.kind not in "iu"):
+        raise ValueError(f"Engine.set_state_by_channel: {name} must be an integer array of "
+                         f"shape {view[:n].shape}, got {a.dtype} {a.shape}")
+    view[:n] = a
+
+
 cdef class Engine:
     """DRAM/PIM device state and the single-command API; the front ends are the module
     functions run_requests (_dram_requests.pxi) and run_pim (_dram_pim.pxi). Use through
@@ -322,11 +335,11 @@ cdef class Engine:
                     "ref_rr", "pc_last", "pc_lseq", "ch_last")
 
     def layout(self):
-        """Sizes needed to slice the state per channel: per-level node counts, offsets and
-        history slots, row buffers, commands, window."""
+        """The device's sizes: per-level node counts and history slots, row buffers, commands,
+        window, channels, pseudo-channels, tick and refresh units, command alignment. How the
+        state arrays are laid out stays here: state_by_channel / set_state_by_channel split
+        them by channel."""
         return {"n_nodes": [self.n_nodes[l] for l in range(N_LEVELS)],
-                "lvl_off": [self.lvl_off[l] for l in range(N_LEVELS)],
-                "hist_off": [self.hist_off[l] for l in range(N_LEVELS)],
                 "n_slots": [self.n_slots[l] for l in range(N_LEVELS)],
                 "n_cmd": self.n_cmd, "max_window": self.max_window,
                 "n_buffers": self.n_buffers, "banks_per_pc": self.banks_per_pc,
@@ -373,13 +386,103 @@ cdef class Engine:
             cur[k][...] = new[k]
         self.seq = seq
 
+    def _by_channel(self, dict a):
+        """Views of state arrays ``a`` (``_arrays()`` or ``get_state()``) with the channel as
+        their first axis: the one place outside the loops that knows how the state is laid
+        out (state_by_channel gives the shapes)."""
+        cdef int l
+        nch, npc = self.cnt[0], self.cnt[1]
+        ready, hist = [], []
+        for l in range(N_LEVELS):
+            units = 1 if l == 0 else npc
+            nodes = self.n_nodes[l] // nch // units
+            n = nch * units * nodes * self.n_cmd
+            ready.append(a["ready"][self.lvl_off[l]:self.lvl_off[l] + n].reshape(
+                nch, units, nodes * self.n_cmd))
+            n = nch * units * nodes * self.n_slots[l] * self.max_window
+            hist.append(a["hist"][self.hist_off[l]:self.hist_off[l] + n].reshape(
+                nch, units, nodes, self.n_slots[l], self.max_window))
+        v = {"ready": ready, "hist": hist, "ch_last": a["ch_last"]}
+        for k in _BUFFER_FIELDS:  # stored buffer-major: (buffer, channel, pc, unit)
+            v[k] = a[k].reshape(self.n_buffers, nch, npc, -1).transpose(1, 2, 0, 3)
+        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
+            v[k] = a[k].reshape(nch, npc)
+        return v
+
+    def state_by_channel(self, n=None):
+        """Copies of the persistent state of channels ``0 .. n - 1`` (all by default), every
+        array with the channel as its first axis, so that no caller needs the layout:
+
+        * ``ready``: per level l (channel, pseudo-channel, bank group, bank, subarray/row
+          level; sieve.dram.spec.LEVELS) an int64 array ``(n, u_l, nodes_l * commands)`` of the
+          tick from which each node allows each command, ``u_0 = 1`` and ``u_l`` = the
+          pseudo-channels per channel otherwise (a pseudo-channel's nodes contiguous);
+        * ``hist``: per level ``(n, u_l, nodes_l, slots_l, window)``, the issue ticks of the
+          windowed constraints' history (-1: none; ``slots_l`` may be 0);
+        * ``open_row``, ``ab_row``, ``sb_row``, ``n_open``: ``(n, pcs, buffers, units)``, the
+          open row of each bank / all-bank / same-bank unit per row buffer (-1 closed) and the
+          open banks;
+        * ``ref_due``, ``ref_rr``, ``pc_last``, ``pc_lseq``: ``(n, pcs)``, the next refresh's
+          due tick, its bank round robin, each pseudo-channel's last issue tick and number;
+        * ``ch_last``: ``(n,)``, each channel's last issue tick;
+        * ``seq``: the device's issue count."""
+        nch = self.cnt[0]
+        n = nch if n is None else int(n)
+        if not 0 <= n <= nch:
+            raise ValueError(f"Engine.state_by_channel: n must be in [0, {nch}], got {n}")
+        v = self._by_channel(self._arrays())
+        out = {"ready": [a[:n].copy() for a in v["ready"]],
+               "hist": [a[:n].copy() for a in v["hist"]], "seq": self.seq}
+        for k in _PC_FIELDS + ("ch_last",):
+            out[k] = v[k][:n].copy()
+        return out
+
+    def set_state_by_channel(self, dict state):
+        """Overwrite channels ``0 .. n - 1`` (n: the length of ``state["ch_last"]``) and the
+        issue count from a dict shaped as ``state_by_channel(n)`` returns; the other channels
+        keep their state. Checked as ``set_state`` is."""
+        nch = self.cnt[0]
+        n = len(state["ch_last"])
+        if not 0 <= n <= nch:
+            raise ValueError(f"Engine.set_state_by_channel: {n} channels, the device has {nch}")
+        full = self.get_state()
+        v = self._by_channel(full)
+        for k in ("ready", "hist"):
+            if len(state[k]) != N_LEVELS:
+                raise ValueError(f"Engine.set_state_by_channel: {k} must list {N_LEVELS} "
+                                 f"levels")
+            for l in range(N_LEVELS):
+                _put_channels(k, v[k][l], state[k][l], n)
+        for k in _PC_FIELDS + ("ch_last",):
+            _put_channels(k, v[k], state[k], n)
+        full["seq"] = state["seq"]
+        self.set_state(full)
+
+    def history_horizon(self):
+        """Per level, per window-history slot: the longest latency (ticks) of a windowed
+        constraint row that reads the slot. Only windowed rows read the history (the
+        window-th most recent issue), so an entry ``h`` with ``h + horizon <= t`` binds no
+        command at or after tick ``t``."""
+        cdef int l, p, k, r
+        out = []
+        for l in range(N_LEVELS):
+            h = np.zeros(self.n_slots[l], dtype=np.int64)
+            for p in range(self.n_cmd):
+                k = l * self.n_cmd + p
+                if self.hist_slot[k] < 0:
+                    continue
+                for r in range(self.cons_ptr[k], self.cons_ptr[k + 1]):
+                    if self.cons_win[r] > 1 and self.cons_lat[r] > h[self.hist_slot[k]]:
+                        h[self.hist_slot[k]] = self.cons_lat[r]
+            out.append(h)
+        return out
+
     def select_channels(self, idx, pcs=None):
         """Channel c takes the whole state channel ``idx[c]`` had, all at once (``idx`` may
         repeat and permute channels): the gathers and scatters of symmetric runs. With
         ``pcs`` (shape (channels, pseudo-channels per channel)), pseudo-channel p of channel
         c takes the state of pseudo-channel ``pcs[c, p]`` of channel ``idx[c]`` (with its
         banks), the channel-level state coming from channel ``idx[c]``."""
-        cdef int l
         nch, npc = self.cnt[0], self.cnt[1]
         ix = np.asarray(idx)
         if ix.shape != (nch,) or ix.dtype.kind not in "iu" or np.any((ix < 0) | (ix >= nch)):
@@ -395,51 +498,21 @@ cdef class Engine:
                                  f"indices in [0, {npc})")
             px = px.astype(np.intp)
         src = (ix[:, None], px)  # (channel, pc) source of every (channel, pc)
-        a = self._arrays()
-        for l in range(N_LEVELS):
-            per = self.n_nodes[l] // nch * self.n_cmd
-            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch]
-            if l == 0:
-                seg.reshape(nch, per)[:] = seg.reshape(nch, per)[ix]
-            else:
-                seg.reshape(nch, npc, -1)[:] = seg.reshape(nch, npc, -1)[src]
-            per = self.n_nodes[l] // nch * self.n_slots[l] * self.max_window
-            if per:
-                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch]
-                if l == 0:
-                    seg.reshape(nch, per)[:] = seg.reshape(nch, per)[ix]
-                else:
-                    seg.reshape(nch, npc, -1)[:] = seg.reshape(nch, npc, -1)[src]
-        for k in ("open_row", "ab_row", "sb_row", "n_open"):
-            seg = a[k].reshape(self.n_buffers, nch, npc, -1)
-            seg[:] = seg[:, ix[:, None], px]
-        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
-            seg = a[k].reshape(nch, npc)
-            seg[:] = seg[src]
-        a["ch_last"][:] = a["ch_last"][ix]
+        v = self._by_channel(self._arrays())
+        for seg in v["ready"] + v["hist"]:
+            seg[:] = seg[ix] if seg.shape[1] == 1 else seg[src]
+        for k in _PC_FIELDS:
+            v[k][:] = v[k][src]
+        v["ch_last"][:] = v["ch_last"][ix]
 
     def broadcast_channel(self, int src=0):
         """Copy channel ``src``'s whole state to every other channel (symmetric runs)."""
-        cdef int l
         if not 0 <= src < self.cnt[0]:
             raise ValueError(f"channel {src} out of range [0, {self.cnt[0]})")
-        a = self._arrays()
-        nch = self.cnt[0]
-        for l in range(N_LEVELS):
-            per = self.n_nodes[l] // nch * self.n_cmd
-            seg = a["ready"][self.lvl_off[l]:self.lvl_off[l] + per * nch].reshape(nch, per)
+        v = self._by_channel(self._arrays())
+        for seg in v["ready"] + v["hist"] + [v[k] for k in _PC_FIELDS]:
             seg[:] = seg[src]
-            per = self.n_nodes[l] // nch * self.n_slots[l] * self.max_window
-            if per:
-                seg = a["hist"][self.hist_off[l]:self.hist_off[l] + per * nch].reshape(nch, per)
-                seg[:] = seg[src]
-        for k in ("open_row", "ab_row", "sb_row", "n_open"):
-            seg = a[k].reshape(self.n_buffers, nch, -1)
-            seg[:] = seg[:, src:src + 1]
-        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
-            seg = a[k].reshape(nch, -1)
-            seg[:] = seg[src]
-        a["ch_last"][:] = a["ch_last"][src]
+        v["ch_last"][:] = v["ch_last"][src]
 
     def add_counts(self, delta, int64_t n_issued):
         """Add commands issued elsewhere (a memoised run): per-command counts and the issue

@@ -223,6 +223,17 @@ cdef inline void _rs_row_cmd_ends_tick(RequestRun run, Lifecycle* lc, int c,
 
 
 # ---- row policy --------------------------------------------------------------------------
+cdef inline bint _rp_may_precharge(RequestRun run, Lifecycle* lc, int64_t b) noexcept nogil:
+    """May a queued request that misses bank b's open row precharge it? sieve: yes (the
+    oldest queued request goes first). ramulator2: only while no active request (its row
+    activated for it, bursts left) waits in the bank, the rule that matches Ramulator 2.1
+    command for command (tests/test_dram_scheduler.py)."""
+    if Lifecycle is LcRamulator2:
+        return run.active_slot[b] == -1
+    else:
+        return True
+
+
 cdef inline bint _rp_auto_precharge(RequestRun run, Lifecycle* lc, RowPolicy* rp, int32_t r,
                                     int64_t b) noexcept nogil:
     """Request r's last burst (bank b) closes its row (RDA / WRA instead of RD / WR)? Open
@@ -285,7 +296,7 @@ cdef void _rs_build(RequestRun run, Lifecycle* lc, int64_t b, int64_t q, int typ
             r2 = slots[r2].next
         if hit != -1:
             run._add(bk, C_WR if typ else C_RD, hit, 3, 2 + typ)
-        if non != -1 and a == -1:
+        if non != -1 and _rp_may_precharge(run, lc, b):
             run._add(bk, C_PRE, non, 1, 1)
         return
     else:
@@ -303,7 +314,7 @@ cdef void _rs_build(RequestRun run, Lifecycle* lc, int64_t b, int64_t q, int typ
                 r2 = slots[r2].next
             if r2 != -1:
                 run._add(bk, C_WR if typ else C_RD, r2, 1, 2 + typ)
-            else:
+            elif _rp_may_precharge(run, lc, b):
                 run._add(bk, C_PRE, r, 0, 1)
 
 

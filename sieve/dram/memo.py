@@ -22,63 +22,41 @@ __all__ = ["ProgramMemo"]
 _NO_HIST = np.iinfo(np.int64).min  # normalised history entry that can no longer bind
 
 
-def _normalise(state: dict, lay: dict, base: int, sim: int, max_lat: int) -> dict:
-    """The state of the first ``sim`` channels relative to tick ``base``, reduced to what
-    decides their future: no command of channel c can issue before its last one (X_c), so
-    ready times below X_c are X_c, history ticks too old to bind any windowed row are
-    dropped, a PC's last tick below X_c is X_c, and the command-bus round robin depends only
-    on the order of the PCs' last issues (their ranks)."""
-    nch, npc = lay["n_channels"], lay["pcs_per_channel"]
-    x = state["ch_last"][:sim]
+def _normalise(state: dict, base: int, max_lat: int) -> dict:
+    """The state of the channels in ``state`` (``Engine.state_by_channel(sim)``) relative to
+    tick ``base``, reduced to what decides their future: no command of channel c can issue
+    before its last one (X_c), so ready times below X_c are X_c, history ticks too old to bind
+    any windowed row are dropped, a PC's last tick below X_c is X_c, and the command-bus round
+    robin depends only on the order of the PCs' last issues (their ranks)."""
+    x = state["ch_last"]
     out = {"ch_last": x - base}
-    ready = []
-    hist = []
-    for lv in range(5):
-        n = lay["n_nodes"][lv] * lay["n_cmd"]
-        seg = state["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(nch, -1)[:sim]
-        ready.append(np.maximum(seg, x[:, None]) - base)
-        n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
-        if n:
-            seg = state["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(
-                nch, -1)[:sim]
-            dead = (seg < 0) | (seg + max_lat <= x[:, None])
-            hist.append(np.where(dead, _NO_HIST, seg - base))
-    out["ready"] = ready
-    out["hist"] = hist
-    for k in ("open_row", "ab_row", "sb_row", "n_open"):
-        out[k] = state[k].reshape(lay["n_buffers"], nch, -1)[:, :sim].copy()
-    out["ref_due"] = state["ref_due"].reshape(nch, npc)[:sim] - base
-    out["ref_rr"] = state["ref_rr"].reshape(nch, npc)[:sim].copy()
-    out["pc_last"] = np.maximum(state["pc_last"].reshape(nch, npc)[:sim], x[:, None]) - base
-    lseq = state["pc_lseq"].reshape(nch, npc)[:sim]
-    out["pc_rank"] = np.array([np.unique(r, return_inverse=True)[1] for r in lseq])
+    xc = x[:, None, None]
+    out["ready"] = [np.maximum(r, xc) - base for r in state["ready"]]
+    out["hist"] = [np.where((h < 0) | (h + max_lat <= x[:, None, None, None, None]), _NO_HIST,
+                            h - base) for h in state["hist"] if h.size]
+    for k in ("open_row", "ab_row", "sb_row", "n_open", "ref_rr"):
+        out[k] = state[k]
+    out["ref_due"] = state["ref_due"] - base
+    out["pc_last"] = np.maximum(state["pc_last"], x[:, None]) - base
+    out["pc_rank"] = np.array([np.unique(r, return_inverse=True)[1] for r in state["pc_lseq"]])
     return out
 
 
-def _denormalise(norm: dict, state: dict, lay: dict, base: int, sim: int) -> None:
-    """Write a normalised state of the first ``sim`` channels into ``state`` at ``base``
-    (the inverse of :func:`_normalise` up to values that cannot influence the future).
-    ``pc_lseq`` is handled by the caller."""
-    nch = lay["n_channels"]
-    for lv in range(5):
-        n = lay["n_nodes"][lv] * lay["n_cmd"]
-        seg = state["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(nch, -1)
-        seg[:sim] = norm["ready"][lv] + base
-    i = 0
-    for lv in range(5):
-        n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
-        if n:
-            seg = state["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(nch, -1)
-            h = norm["hist"][i]
-            seg[:sim] = np.where(h == _NO_HIST, -1, h + base)
-            i += 1
-    for k in ("open_row", "ab_row", "sb_row", "n_open"):
-        state[k].reshape(lay["n_buffers"], nch, -1)[:, :sim] = norm[k]
-    npc = lay["pcs_per_channel"]
-    state["ref_due"].reshape(nch, npc)[:sim] = norm["ref_due"] + base
-    state["ref_rr"].reshape(nch, npc)[:sim] = norm["ref_rr"]
-    state["pc_last"].reshape(nch, npc)[:sim] = norm["pc_last"] + base
-    state["ch_last"][:sim] = norm["ch_last"] + base
+def _denormalise(norm: dict, state: dict, base: int) -> None:
+    """Write a normalised state (:func:`_normalise`) into ``state``
+    (``Engine.state_by_channel(sim)``) at ``base`` (the inverse of :func:`_normalise` up to
+    values that cannot influence the future). ``pc_lseq`` and ``seq`` are the caller's."""
+    state["ready"] = [r + base for r in norm["ready"]]
+    hist = iter(norm["hist"])  # the levels that keep a history, in order
+    for lv, h0 in enumerate(state["hist"]):
+        if h0.size:
+            h = next(hist)
+            state["hist"][lv] = np.where(h == _NO_HIST, -1, h + base)
+    for k in ("open_row", "ab_row", "sb_row", "n_open", "ref_rr"):
+        state[k] = norm[k]
+    state["ref_due"] = norm["ref_due"] + base
+    state["pc_last"] = norm["pc_last"] + base
+    state["ch_last"] = norm["ch_last"] + base
 
 
 class ProgramMemo:
@@ -127,10 +105,9 @@ class ProgramMemo:
         import hashlib
 
         eng = dev._engine
-        lay = eng.layout()
-        align = lay["align"]
+        align = eng.layout()["align"]
         base = start - start % align
-        norm = _normalise(eng.get_state(), lay, base, sim, eng.max_latency)
+        norm = _normalise(eng.state_by_channel(sim), base, eng.max_latency)
         h = hashlib.blake2b(digest_size=32)
         h.update(repr((dev._spec_id(), sim, start - base, dev.logging, dev.idle)).encode())
         for a in program[:4]:
@@ -155,11 +132,9 @@ class ProgramMemo:
     def _put(self, key: bytes, dev: Any, out: tuple, base: int, norm: dict, sim: int,
              seq0: int) -> None:
         eng = dev._engine
-        lay = eng.layout()
-        final = eng.get_state()
-        fnorm = _normalise(final, lay, base, sim, eng.max_latency)
-        npc = lay["pcs_per_channel"]
-        lseq = final["pc_lseq"].reshape(lay["n_channels"], npc)[:sim]
+        final = eng.state_by_channel(sim)
+        fnorm = _normalise(final, base, eng.max_latency)
+        lseq = final["pc_lseq"]
         fnorm["lseq_rel"] = np.where(lseq > seq0, lseq - seq0, 0)
         k_start, k_end, busy, finish, n_ref, end, log, delta, n_cmds, chc, ovh = out
         rel = (np.where(k_start >= 0, k_start - base, -1), np.where(k_end >= 0, k_end - base, -1),
@@ -175,14 +150,12 @@ class ProgramMemo:
     def _replay(self, dev: Any, entry: tuple, base: int, sim: int, seq0: int) -> tuple:
         (ks, ke, busy, finish, n_ref, end), fnorm, log, delta, n_cmds, chc, ovh = entry
         eng = dev._engine
-        lay = eng.layout()
-        state = eng.get_state()
-        _denormalise(fnorm, state, lay, base, sim)
-        npc = lay["pcs_per_channel"]
-        lseq = state["pc_lseq"].reshape(lay["n_channels"], npc)
-        lseq[:sim] = np.where(fnorm["lseq_rel"] > 0, seq0 + fnorm["lseq_rel"], lseq[:sim])
+        state = eng.state_by_channel(sim)
+        _denormalise(fnorm, state, base)
+        lseq = state["pc_lseq"]
+        state["pc_lseq"] = np.where(fnorm["lseq_rel"] > 0, seq0 + fnorm["lseq_rel"], lseq)
         state["seq"] = seq0 + n_cmds
-        eng.set_state(state)
+        eng.set_state_by_channel(state)
         eng.add_counts(delta, 0)
         if log is not None:
             log = log.copy()

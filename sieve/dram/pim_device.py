@@ -28,7 +28,6 @@ from sieve.dram.spec import DramSpec
 from sieve.dram.symmetry import (
     _class_log,
     _csr_rows,
-    _history_horizon,
     _stream_ids,
     _sync_insensitive,
     channel_classes,
@@ -393,8 +392,7 @@ class PimDevice:
         arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
         self._engine = engine.Engine(arrays, self.spec.org.total_channels, self.logging)
         self._steps, self._seq_ptr = mode_sequences(self.spec)  # empty without a protocol
-        self._layout = self._engine.layout()
-        self._horizon = _history_horizon(arrays, self._layout)
+        self._horizon = self._engine.history_horizon()
         self.tick_ns = self.spec.tick_ns
         self.reset()
 
@@ -471,7 +469,8 @@ class PimDevice:
         round-robin order) for a run at tick ``start`` whose PC p runs stream
         ``stream_ids[p]`` in every channel (None: one stream for all); see
         :meth:`channel_classes` (computed by :func:`sieve.dram.symmetry.channel_classes`)."""
-        return channel_classes(self._engine.get_state(), self._layout, self._horizon,
+        eng = self._engine
+        return channel_classes(eng.state_by_channel(), eng.refresh_interval, self._horizon,
                                self.idle, start, stream_ids)
 
     # ---- running programs --------------------------------------------------------------------

@@ -3,9 +3,9 @@ symmetric fast path of :class:`~sieve.dram.pim_device.PimDevice` simulates one c
 class and copies its result, state and log to the others (docs/model-of-computation.md,
 *Symmetry*).
 
-It owns the class rule (:func:`channel_classes`, a function of the engine state, its layout
-and the run), the window-history horizon it uses (:func:`_history_horizon`), the numbering of
-streams (:func:`_stream_ids`), when a program with barriers may take the fast path
+It owns the class rule (:func:`channel_classes`, a function of the engine state by channel,
+``Engine.state_by_channel()``, and the run; the window-history horizon it uses is
+``Engine.history_horizon()``), the numbering of streams (:func:`_stream_ids`), when a program with barriers may take the fast path
 (:func:`_sync_insensitive`), and the expansion of a class run's outputs to every channel
 (:func:`_class_log`, :func:`_csr_rows`). Kernels here are
 :class:`~sieve.dram.pim_device.GemvKernel` (not imported: that module imports this one).
@@ -23,47 +23,43 @@ from sieve.dram.memo import _NO_HIST
 __all__ = ["channel_classes"]
 
 
-def channel_classes(state: dict, lay: dict, horizon: list[np.ndarray], idle: str, start: int,
-                    stream_ids: np.ndarray | None
+def channel_classes(state: dict, refresh_interval: int, horizon: list[np.ndarray], idle: str,
+                    start: int, stream_ids: np.ndarray | None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(class of every channel, first channel of every class, every channel's PCs in
     round-robin order) for a run at tick ``start`` whose PC p runs stream ``stream_ids[p]`` in
     every channel (None: one stream for all), on a device in engine state ``state``
-    (``Engine.get_state()``) with layout ``lay`` (``Engine.layout()``), window-history
-    horizon ``horizon`` (:func:`_history_horizon`) and idle policy ``idle``. The rule is
-    given at :meth:`sieve.dram.pim_device.PimDevice.channel_classes`."""
-    nch, npc = lay["n_channels"], lay["pcs_per_channel"]
-    lead = 0 if idle == "closed" else engine.PULL_IN_INTERVALS * lay["refresh_interval"]
-    due = state["ref_due"].reshape(nch, npc)
+    (``Engine.state_by_channel()``, every channel), refresh interval ``refresh_interval``
+    (ticks), window-history horizon ``horizon`` (``Engine.history_horizon()``) and idle policy
+    ``idle``. The rule is given at :meth:`sieve.dram.pim_device.PimDevice.channel_classes`."""
+    due = state["ref_due"]
+    nch, npc = due.shape
+    lead = 0 if idle == "closed" else engine.PULL_IN_INTERVALS * refresh_interval
     low = np.maximum(state["ch_last"], np.minimum(start, due.min(axis=1) - lead))
     col = low[:, None]
     # the bus round robin: on a tie the PC with the lowest (last issue, number) goes first;
     # listing each channel's PCs in that order makes the order itself the same everywhere
-    order = np.argsort(state["pc_lseq"].reshape(nch, npc), axis=1, kind="stable")
+    order = np.argsort(state["pc_lseq"], axis=1, kind="stable")
     rows = np.arange(nch)[:, None]
 
     def pcs(a: np.ndarray) -> np.ndarray:  # (nch, npc, ...) in round-robin order
         return a[rows, order].reshape(nch, -1)
 
+    def per_unit(a: np.ndarray) -> np.ndarray:  # (nch, units, ...): channel level or per PC
+        return a.reshape(nch, -1) if a.shape[1] == 1 else pcs(a)
+
     cols = [col - start]
-    for lv in range(5):
-        n = lay["n_nodes"][lv] * lay["n_cmd"]
-        seg = np.maximum(state["ready"][lay["lvl_off"][lv]:lay["lvl_off"][lv] + n].reshape(
-            nch, -1), col) - start
-        cols.append(seg if lv == 0 else pcs(seg.reshape(nch, npc, -1)))
-        n = lay["n_nodes"][lv] * lay["n_slots"][lv] * lay["max_window"]
-        if n:
-            seg = state["hist"][lay["hist_off"][lv]:lay["hist_off"][lv] + n].reshape(
-                nch, -1, lay["n_slots"][lv], lay["max_window"])
-            dead = (seg < 0) | (seg + horizon[lv][None, None, :, None]
-                                <= low[:, None, None, None])
-            seg = np.where(dead, _NO_HIST, seg - start).reshape(nch, -1)
-            cols.append(seg if lv == 0 else pcs(seg.reshape(nch, npc, -1)))
+    for lv, (ready, hist) in enumerate(zip(state["ready"], state["hist"])):
+        cols.append(per_unit(np.maximum(ready, low[:, None, None]) - start))
+        if hist.size:
+            dead = (hist < 0) | (hist + horizon[lv][None, None, None, :, None]
+                                 <= low[:, None, None, None, None])
+            cols.append(per_unit(np.where(dead, _NO_HIST, hist - start)))
     for k in ("open_row", "ab_row", "sb_row", "n_open"):
-        cols.append(pcs(state[k].reshape(lay["n_buffers"], nch, npc, -1).transpose(1, 2, 0, 3)))
+        cols.append(pcs(state[k]))
     cols.append(pcs(due - start))
-    cols.append(pcs(state["ref_rr"].reshape(nch, npc)))
-    cols.append(pcs(np.maximum(state["pc_last"].reshape(nch, npc), col) - start))
+    cols.append(pcs(state["ref_rr"]))
+    cols.append(pcs(np.maximum(state["pc_last"], col) - start))
     if stream_ids is not None:
         cols.append(stream_ids[order])
     m = np.concatenate(cols, axis=1, dtype=np.int64)
@@ -132,27 +128,3 @@ def _csr_rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     n = hi - lo
     out = np.arange(int(n.sum()), dtype=np.int64)
     return out + np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
-
-
-def _history_horizon(arrays: dict, lay: dict) -> list[np.ndarray]:
-    """Per level, per window-history slot: the longest latency of a windowed constraint row
-    that reads the slot (ticks). Only windowed rows read the history (the window-th most
-    recent issue), so an entry ``h`` with ``h + horizon <= t`` binds no command at or after
-    tick ``t``."""
-    n_cmd = lay["n_cmd"]
-    ptr = np.asarray(arrays["cons_ptr"])
-    lat = np.asarray(arrays["cons_lat"], dtype=np.int64)
-    win = np.asarray(arrays["cons_win"])
-    slot_of = np.asarray(arrays["hist_slot"])
-    out = []
-    for lv in range(5):
-        h = np.zeros(lay["n_slots"][lv], dtype=np.int64)
-        for p in range(n_cmd):
-            k = lv * n_cmd + p
-            if slot_of[k] >= 0:
-                rows = slice(ptr[k], ptr[k + 1])
-                w = win[rows] > 1
-                if np.any(w):
-                    h[slot_of[k]] = max(h[slot_of[k]], int(lat[rows][w].max()))
-        out.append(h)
-    return out
