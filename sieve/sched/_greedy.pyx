@@ -290,9 +290,9 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef Py_ssize_t E = counts.shape[0]
     cdef Py_ssize_t K = table.shape[0]
     cdef Py_ssize_t i, j, n_act = 0, moved = 0, steps = 0
-    cdef int64_t c, cmax = 0
-    cdef double pim, t_cur, t0, e_g, e_p, t_new, pe, n_g = 0.0, tok_g = 0.0, eg_cur, ep_cur, p0
-    cdef double tokp_g = 0.0, cp, tg
+    cdef int64_t c, cmax = 0, c_prev
+    cdef double pim, t_cur, t0, e_g, e_p, t_new, pe = 0.0, n_g = 0.0, tok_g = 0.0, eg_cur, ep_cur
+    cdef double tokp_g = 0.0, cp = 0.0, tg, p0
     cdef int64_t* order
     cdef int64_t* start
     if on_pim.shape[0] != E or par.shape[0] < Q_N:
@@ -345,10 +345,13 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
                               pg, ph, pp),
                       _cp_att(0.0, pim, h, p0, pp, orr, ob))
         t0 = t_cur
+        c_prev = -1
         for j in range(n_act):
             c = counts[order[j]]
-            pe = table[c] if c < K else c * slope
-            cp = _pad(c, tmin, tmax)
+            if c != c_prev:  # sorted: a count's PIM time and tile rows once per distinct count
+                c_prev = c
+                pe = table[c] if c < K else c * slope
+                cp = _pad(c, tmin, tmax)
             tg = _cp_tgpu(n_g + 1, tok_g + c, tokp_g + cp, w, a, f, bw, peak, k0, pn)
             e_g = _cp_gpu(n_g + 1, tok_g + c, tg, a, bw, k0, h, g, d)
             pim -= pe + (fixed if j == n_act - 1 else 0.0)

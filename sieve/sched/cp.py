@@ -88,7 +88,7 @@ from array import array
 import numpy as np
 
 from sieve.errors import ConfigError
-from sieve.sched.estimator import Estimator, GpuAffine
+from sieve.sched.estimator import EmaCostTable, Estimator, GpuAffine
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
 
 try:
@@ -193,25 +193,24 @@ _STATIC = (_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK, 
 _QNACT, _QCMAX = _greedy.Q_NACT, _greedy.Q_CMAX
 
 
-def _params(load: LayerLoad, est: Estimator, aff: GpuAffine) -> array:
-    """The compiled loop's parameter buffer, one per estimator (its GPU form, launch time and
-    PIM slope written once), with this layer's timing and the PIM fixed time. An
-    ``array.array`` of doubles: its items are set at a fraction of a numpy item's cost, and
-    the loop reads it as a typed memoryview all the same."""
-    cached = est.__dict__.get("_cp_par")
-    if cached is None or cached[0] is not aff:
+def _context(est: Estimator) -> tuple[GpuAffine, array, EmaCostTable]:
+    """What sieve-cp's compiled loop needs of an estimator that does not change between
+    decisions, built once per estimator: the GPU's affine form (:func:`_affine`; a function of
+    the estimator's cost model and expert shape, both fixed at construction), the parameter
+    buffer with its GPU form, launch time and PIM slope written, and the runtime table of the
+    TP mapping (the estimator keeps one table object per mapping). The buffer is an
+    ``array.array`` of doubles: its items are set at a fraction of a numpy item's cost, and the
+    loop reads it as a typed memoryview all the same."""
+    ctx = est.__dict__.get("_cp_ctx")
+    if ctx is None:
+        aff = _affine(est)
         par = array("d", bytes(8 * _NPAR))
         for i, v in zip(_STATIC, (aff.w, aff.a, aff.f, aff.bytes_per_ns, aff.flops_per_ns,
                                   gpu_launch_ns(est), est.table("tp").slope,
                                   *gpu_form(est))):
             par[i] = v
-        cached = est.__dict__["_cp_par"] = (aff, par)
-    par = cached[1]
-    t = load.timing
-    if t is None:
-        t = timing_of(load)
-    _greedy.cp_timing(par, t, est.pim_fixed_ns("tp"))
-    return par
+        ctx = est.__dict__["_cp_ctx"] = (aff, par, est.table("tp"))
+    return ctx
 
 
 def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
@@ -307,20 +306,19 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     estimate of all on PIM minus that of the chosen split (what deciding saved, by the
     method's own estimate; :mod:`sieve.sched.amortize`); None while the runtime cost table
     has observed nothing."""
-    filled = _filled(fallback)
-    aff = est.gpu_affine(())
-    if aff is None:
-        aff = _affine(est)
+    filled = True if fallback == "observed" else _filled(fallback)
     src = est.pim_source
     if src == "model":
+        aff = _affine(est)
         on_pim, steps = sieve_cp_reference(load, est, fallback)
         e_g, e_p = _ends(load, est, aff, on_pim, filled)
         gain = (_total(load, est, aff, load.counts > 0, filled)
                 - _total(load, est, aff, on_pim, filled)) if load.counts.any() else 0.0
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
                                   e_g, e_p, steps, gain)
-    par = _params(load, est, aff)
-    table = est.table("tp")
+    _, par, table = _context(est)
+    # this layer's timing and the PIM fixed time, written by one compiled call
+    _greedy.cp_timing(par, load.timing or timing_of(load), est.pim_fixed_ns("tp"))
     values = table.filled() if filled else table.values
     if src == "roofline":  # the estimator never updates: slope only
         values = np.arange(values.size, dtype=np.float64) * table.slope
