@@ -56,6 +56,7 @@ __all__ = [
     "grouped_gemm_time_ns",
     "kernel_time_ns",
     "moe_layer_time_ns",
+    "token_tiles",
     "weight_load_time_ns",
 ]
 
@@ -74,13 +75,22 @@ def _combine(a: float, b: float, p: float) -> float:
     return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
 
 
-def _token_tiles(tokens: np.ndarray, cal: GpuCalibration) -> tuple[np.ndarray, np.ndarray]:
-    """Per group: number of token tiles and the tile height (rows)."""
+def token_tiles(tokens: np.ndarray, tile_min: float, tile_max: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of a grouped GEMM: the number of token tiles and the tile height (rows):
+    ``tile_max`` rows from ``tile_max`` tokens on, else the next power of two within
+    ``[tile_min, tile_max]`` (the calibration's ``tile_m_min`` / ``tile_m_max``;
+    sieve.sched.cp prices its GPU experts with the same tiles)."""
     t = np.asarray(tokens, dtype=np.float64)
     pow2 = np.exp2(np.ceil(np.log2(np.maximum(t, 1.0))))
-    tm = np.where(t >= cal.tile_m_max, cal.tile_m_max,
-                  np.clip(pow2, cal.tile_m_min, cal.tile_m_max))
+    tm = np.where(t >= tile_max, tile_max, np.clip(pow2, tile_min, tile_max))
     return np.ceil(t / tm), tm
+
+
+def _token_tiles(tokens: np.ndarray, cal: GpuCalibration) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: number of token tiles and the tile height (rows), :func:`token_tiles` at the
+    calibration's tile sizes."""
+    return token_tiles(tokens, cal.tile_m_min, cal.tile_m_max)
 
 
 def _flops_per_ns(d: DType, gpu: GpuSpec, cal: GpuCalibration) -> float:

@@ -88,6 +88,7 @@ from array import array
 import numpy as np
 
 from sieve.errors import ConfigError
+from sieve.hw.gpu import token_tiles
 from sieve.sched.estimator import EmaCostTable, Estimator, GpuAffine
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
 
@@ -141,16 +142,14 @@ def gpu_form(est: Estimator) -> tuple[float, float, float]:
 
 def padded_tokens(counts: np.ndarray, tile_min: float, tile_max: float) -> float:
     """Token rows of the experts' tiles (:func:`gpu_form`; the compiled loop's ``_pad``): each
-    count rounded up to whole tiles of ``tile_max`` rows from ``tile_max`` tokens on, else of
-    the next power of two within ``[tile_min, tile_max]``; the plain sum when ``tile_max`` is
-    0."""
+    count rounded up to whole tiles of the kernel model's height
+    (:func:`sieve.hw.gpu.token_tiles`); the plain sum when ``tile_max`` is 0."""
     c = np.asarray(counts, dtype=np.float64)
     c = c[c > 0]
     if tile_max <= 0 or c.size == 0:
         return float(c.sum())
-    pow2 = np.exp2(np.ceil(np.log2(np.maximum(c, 1.0))))
-    tm = np.where(c >= tile_max, tile_max, np.clip(pow2, tile_min, tile_max))
-    return float((np.ceil(c / tm) * tm).sum())
+    n_tiles, tm = token_tiles(c, tile_min, tile_max)
+    return float((n_tiles * tm).sum())
 
 
 def _cbrt12(x: float) -> float:
