@@ -119,6 +119,35 @@ def test_unobserved_counts_read_from_observed_ones():
         sieve_cp(load, est, "x")
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=0, max_size=12, unique=True),
+       st.lists(st.integers(0, 320), min_size=1, max_size=40), st.integers(0, 2**32 - 1))
+def test_filled_reading_count_by_count(observed, counts, seed):
+    """The compiled loop fills the table's unobserved counts itself, only for the counts the
+    layer has (one observed count, several with gaps between them, none; counts past the
+    table's end grow it): its decision, steps and saving are the reference's, which reads
+    EmaCostTable.filled(); and the filled table is the numpy reference's."""
+    est = Estimator(RooflineCostModel(SYSTEM, achievable=True), expert_shape(MODEL),
+                    pim_order="layer")
+    rng = np.random.default_rng(seed)
+    if observed:
+        n = np.array(observed)
+        est.observe(n, est.table("tp").slope * n * rng.uniform(1.0, 3.0, n.size)
+                    + rng.uniform(0, 5e3, n.size), fixed_ns=2000.0)
+    c = np.array(counts, dtype=np.int64)
+    load = LayerLoad(c, est.shape, timing=LayerTiming(hbm_ready_ns=float(rng.uniform(0, 4e4)),
+                                                      pim_ready_ns=float(rng.uniform(0, 4e4))))
+    p = sieve_cp(load, est)
+    ref, steps = sieve_cp_reference(load, est)
+    assert np.array_equal(p.on_pim, ref) and p.steps == steps
+    table = est.table("tp")
+    assert np.allclose(table.filled(), table._filled_reference(), rtol=1e-12, atol=1e-9)
+    if observed and c.any():
+        assert p.est_gain_ns == pytest.approx(cp_estimate(load, est, c > 0)
+                                              - cp_estimate(load, est, p.on_pim), rel=1e-9,
+                                              abs=1e-6)
+
+
 def test_gpu_experts_priced_as_the_kernel_model():
     """sieve-cp's GPU form is the calibrated kernel model's closed part: the same tile
     padding per expert, memory and compute as its p-norm; at spec peaks the seed's max on

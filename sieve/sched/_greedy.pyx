@@ -259,6 +259,66 @@ cdef inline double _cp_obj(double t, double n, double t_gpu, double pim, double 
     return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
 
 
+cdef struct FillFit:
+    Py_ssize_t lo       # smallest observed count (-1: none)
+    Py_ssize_t hi       # largest observed count
+    Py_ssize_t n_seen   # observed counts (>= 1)
+    double a, b         # least-squares line a + b n through them (one: b = values[m] / m)
+
+
+cdef inline void _fill_fit(const double* values, const int64_t* n_obs, Py_ssize_t K,
+                           FillFit* fit) noexcept nogil:
+    """The observed counts of a cost table (1 <= n < K) and the line fill_unobserved
+    extrapolates them by."""
+    cdef Py_ssize_t i
+    cdef double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, x, y, den
+    fit.lo = -1
+    fit.hi = -1
+    fit.n_seen = 0
+    fit.a = 0.0
+    fit.b = 0.0
+    for i in range(1, K):
+        if n_obs[i] > 0:
+            fit.n_seen += 1
+            x = <double>i
+            y = values[i]
+            sx += x
+            sy += y
+            sxx += x * x
+            sxy += x * y
+            if fit.lo < 0:
+                fit.lo = i
+            fit.hi = i
+    if fit.n_seen == 1:
+        fit.b = values[fit.lo] / <double>fit.lo
+    elif fit.n_seen > 1:
+        den = fit.n_seen * sxx - sx * sx
+        fit.b = (fit.n_seen * sxy - sx * sy) / den
+        fit.a = (sy - fit.b * sx) / fit.n_seen
+
+
+cdef inline double _fill_at(Py_ssize_t i, const double* values, const int64_t* n_obs,
+                            double slope, const FillFit* fit) noexcept nogil:
+    """fill_unobserved's value for one count 1 <= i < K (fit: _fill_fit of the table)."""
+    cdef Py_ssize_t prev, nxt
+    cdef double est
+    if n_obs[i] > 0 or fit.n_seen == 0:
+        return values[i]
+    if fit.n_seen == 1:
+        est = fit.b * i
+    elif i < fit.lo or i > fit.hi:
+        est = fit.a + fit.b * i
+    else:  # between the observed counts around it
+        prev = i - 1
+        while n_obs[prev] == 0:
+            prev -= 1
+        nxt = i + 1
+        while n_obs[nxt] == 0:
+            nxt += 1
+        est = values[prev] + (values[nxt] - values[prev]) * (i - prev) / <double>(nxt - prev)
+    return est if est > i * slope else i * slope
+
+
 def cp_timing(double[::1] par, object t, double fixed):
     """Write a LayerTiming (sieve.sched.partition) and the PIM fixed time into sieve_cp_greedy's
     par (Q_H ... Q_OB, Q_FIXED; None for other_attn_* -> -1), as sieve.sched.cp._params did in
@@ -280,13 +340,16 @@ def cp_timing(double[::1] par, object t, double fixed):
     par[21] = -1.0 if o_b is None else <double>o_b  # Q_OB
 
 
-def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[::1] on_pim,
-                    double[::1] par):
+def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
+                    const int64_t[::1] n_obs, int8_t[::1] on_pim, double[::1] par):
     """One decision of the critical-path Sieve: the seed's sort and single scan, moving the next
     most popular expert to the GPU while the estimate strictly decreases: T = max(link free for
     the combine, end of GPU experts, end of PIM experts), under two-batch overlap with the
-    lanes' period bounds (_cp_obj; Q_* layout of par). Returns the experts moved, -1 on no
-    memory."""
+    lanes' period bounds (_cp_obj; Q_* layout of par). A count's PIM time is table[c], read
+    with its unobserved counts filled from the observed ones (fill_unobserved's values, only
+    for the counts the layer has) when n_obs (the table's observations per count) is given,
+    as is when n_obs is empty; c * slope past the table's end. Returns the experts moved, -1
+    on no memory."""
     cdef Py_ssize_t E = counts.shape[0]
     cdef Py_ssize_t K = table.shape[0]
     cdef Py_ssize_t i, j, n_act = 0, moved = 0, steps = 0
@@ -295,8 +358,12 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
     cdef double tokp_g = 0.0, cp = 0.0, tg, p0
     cdef int64_t* order
     cdef int64_t* start
+    cdef bint fill = n_obs.shape[0] > 0
+    cdef FillFit fit
     if on_pim.shape[0] != E or par.shape[0] < Q_N:
         raise ValueError("sieve_cp_greedy: on_pim must match counts and par hold Q_N values")
+    if fill and n_obs.shape[0] != K:
+        raise ValueError("sieve_cp_greedy: n_obs must be empty or match the table")
     cdef double w = par[Q_W], a = par[Q_A], f = par[Q_F], bw = par[Q_BW], peak = par[Q_PEAK]
     cdef double k0 = par[Q_K0], h = par[Q_H], g = par[Q_G], d = par[Q_D], p = par[Q_P]
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
@@ -333,11 +400,18 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
             if c > 0:
                 order[start[cmax - c]] = i
                 start[cmax - c] += 1
+        if fill:
+            _fill_fit(&table[0], &n_obs[0], K, &fit)
         pim = fixed if n_act > 0 else 0.0
+        c_prev = -1
         for j in range(n_act):
             c = counts[order[j]]
             on_pim[order[j]] = 1
-            pim += table[c] if c < K else c * slope
+            if c != c_prev:  # sorted: each distinct count's PIM time read once
+                c_prev = c
+                pe = (c * slope if c >= K else _fill_at(c, &table[0], &n_obs[0], slope, &fit)
+                      if fill else table[c])
+            pim += pe
         p0 = _dmax(p, d)  # the PIM program starts after its tokens and a free PIM
         eg_cur = 0.0
         ep_cur = p0 + pim if n_act > 0 else 0.0
@@ -350,7 +424,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table, int8_t[:
             c = counts[order[j]]
             if c != c_prev:  # sorted: a count's PIM time and tile rows once per distinct count
                 c_prev = c
-                pe = table[c] if c < K else c * slope
+                pe = (c * slope if c >= K else _fill_at(c, &table[0], &n_obs[0], slope, &fit)
+                      if fill else table[c])
                 cp = _pad(c, tmin, tmax)
             tg = _cp_tgpu(n_g + 1, tok_g + c, tokp_g + cp, w, a, f, bw, peak, k0, pn)
             e_g = _cp_gpu(n_g + 1, tok_g + c, tg, a, bw, k0, h, g, d)
@@ -391,49 +466,16 @@ def fill_unobserved(const double[::1] values, const int64_t[::1] n_obs, double s
     roofline ``n * slope``; with one, ``values[m] * n / m``; with several, the straight line
     between the two observed neighbours, beyond the observed range the least-squares line
     through every observed count; never below the roofline; ``out[0] = 0``. Returns the number
-    of observed counts."""
-    cdef Py_ssize_t K = values.shape[0], i, lo = -1, hi = -1, prev = -1, nxt
-    cdef Py_ssize_t n_seen = 0
-    cdef double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, b = 0.0, a = 0.0, x, y, est, den
+    of observed counts. (sieve_cp_greedy reads the same values count by count, _fill_at.)"""
+    cdef Py_ssize_t K = values.shape[0], i
+    cdef FillFit fit
     if n_obs.shape[0] != K or out.shape[0] != K:
         raise ValueError("fill_unobserved: values, n_obs and out must have one length")
+    if K == 0:
+        return 0
     with nogil:
+        _fill_fit(&values[0], &n_obs[0], K, &fit)
+        out[0] = 0.0
         for i in range(1, K):
-            if n_obs[i] > 0:
-                n_seen += 1
-                x = <double>i
-                y = values[i]
-                sx += x
-                sy += y
-                sxx += x * x
-                sxy += x * y
-                if lo < 0:
-                    lo = i
-                hi = i
-        if n_seen == 1:
-            b = values[lo] / <double>lo
-        elif n_seen > 1:
-            den = n_seen * sxx - sx * sx
-            b = (n_seen * sxy - sx * sy) / den
-            a = (sy - b * sx) / n_seen
-        for i in range(K):
-            if i == 0:
-                out[0] = 0.0
-                continue
-            if n_obs[i] > 0 or n_seen == 0:
-                out[i] = values[i]
-                if n_obs[i] > 0:
-                    prev = i
-                continue
-            if n_seen == 1:
-                est = b * i
-            elif i < lo or i > hi:
-                est = a + b * i
-            else:  # between prev and the next observed count
-                nxt = i + 1
-                while n_obs[nxt] == 0:
-                    nxt += 1
-                est = (values[prev] + (values[nxt] - values[prev]) * (i - prev)
-                       / <double>(nxt - prev))
-            out[i] = est if est > i * slope else i * slope
-    return n_seen
+            out[i] = _fill_at(i, &values[0], &n_obs[0], slope, &fit)
+    return fit.n_seen

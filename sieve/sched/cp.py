@@ -190,6 +190,7 @@ def _affine(est: Estimator) -> GpuAffine:
 _STATIC = (_greedy.Q_W, _greedy.Q_A, _greedy.Q_F, _greedy.Q_BW, _greedy.Q_PEAK, _greedy.Q_K0,
            _greedy.Q_SLOPE, _greedy.Q_PN, _greedy.Q_TMIN, _greedy.Q_TMAX)
 _QNACT, _QCMAX = _greedy.Q_NACT, _greedy.Q_CMAX
+_NO_OBS = np.zeros(0, dtype=np.int64)  # the loop reads its table as is
 
 
 def _context(est: Estimator) -> tuple[GpuAffine, array, EmaCostTable]:
@@ -318,17 +319,18 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     _, par, table = _context(est)
     # this layer's timing and the PIM fixed time, written by one compiled call
     _greedy.cp_timing(par, load.timing or timing_of(load), est.pim_fixed_ns("tp"))
-    values = table.filled() if filled else table.values
     if src == "roofline":  # the estimator never updates: slope only
-        values = np.arange(values.size, dtype=np.float64) * table.slope
+        values, n_obs = np.arange(table.values.size, dtype=np.float64) * table.slope, _NO_OBS
+    else:  # the loop fills unobserved counts (EmaCostTable.filled) for the counts it reads
+        values, n_obs = table.values, (table.n_obs if filled else _NO_OBS)
     on_pim = np.empty(load.counts.size, dtype=np.int8)
-    if _greedy.sieve_cp_greedy(load.counts, values, on_pim, par) < 0:
+    if _greedy.sieve_cp_greedy(load.counts, values, n_obs, on_pim, par) < 0:
         raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")
     if filled and src != "roofline" and par[_QCMAX] >= values.size:
         # a count beyond the table: grow it and decide again, every count read from the
         # filled table (the loop's own fallback past the end is the seed's roofline)
         table._grow(int(par[_QCMAX]))
-        if _greedy.sieve_cp_greedy(load.counts, table.filled(), on_pim, par) < 0:
+        if _greedy.sieve_cp_greedy(load.counts, table.values, table.n_obs, on_pim, par) < 0:
             raise MemoryError("critical-path Sieve: cannot allocate the sort buffers")
     # what deciding saved; none before the table observed anything (the roofline's saving,
     # not evidence: sieve.sched.amortize)
