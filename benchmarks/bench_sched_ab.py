@@ -7,6 +7,7 @@ default estimator). Prints min / median / p90 per method and the ratios of the s
 first: on a noisy machine the same-run ratio is the number to quote (docs/performance.md).
 
     python benchmarks/bench_sched_ab.py [--pair sieve,sieve-cp] [--repeat 20000] [--experts 256]
+                                        [--refill]
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", default="sieve,sieve-cp")
     ap.add_argument("--repeat", type=int, default=20000)
     ap.add_argument("--experts", type=int, default=256)
+    ap.add_argument("--refill", action="store_true",
+                    help="every estimator's table has observations (counts 1-8) and is updated "
+                         "before every decision (untimed), as in a run where each layer's PIM "
+                         "program feeds it: sieve-cp reads it with unobserved counts filled")
     args = ap.parse_args(argv)
     names = args.pair.split(",")
     shape = expert_shape(get_model("gpt-oss-120b"))
@@ -44,12 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     for ach in (False, True):
         cost = hw.RooflineCostModel("4xb200", achievable=ach)
         ms = [(n, get_method(n), Estimator(cost, shape, pim="ema")) for n in names]
+        tables = []
+        if args.refill:
+            for _, _, e in ms:
+                e.observe(np.arange(1, 9), 900.0 * np.arange(1, 9) + 3000.0)
+                tables.append(e.table("tp"))
         t = {n: np.empty(args.repeat) for n in names}
         for _ in range(200):  # warm caches
             for _, m, e in ms:
                 m(load, e)
         clock = time.perf_counter_ns
         for i in range(args.repeat):
+            for tb in tables:  # a new table state (not timed)
+                tb.updates += 1
             for n, m, e in ms:
                 a = clock()
                 m(load, e)
