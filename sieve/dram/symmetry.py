@@ -5,9 +5,9 @@ class and copies its result, state and log to the others (docs/model-of-computat
 
 It owns the class rule (:func:`channel_classes`, a function of the engine state by channel,
 ``Engine.state_by_channel()``, and the run; the window-history horizon it uses is
-``Engine.history_horizon()``), the numbering of streams (:func:`_stream_ids`), when a program with barriers may take the fast path
-(:func:`_sync_insensitive`), and the expansion of a class run's outputs to every channel
-(:func:`_class_log`, :func:`_csr_rows`). Kernels here are
+``Engine.history_horizon()``), the numbering of streams (:func:`_stream_ids`), when a program
+with barriers may take the fast path (:func:`_sync_insensitive`), and the expansion of a class
+run's outputs to every channel (:func:`_class_log`, :func:`_csr_rows`). Kernels here are
 :class:`~sieve.dram.pim_device.GemvKernel` (not imported: that module imports this one).
 """
 

@@ -321,8 +321,8 @@ cdef inline double _fill_at(Py_ssize_t i, const double* values, const int64_t* n
 
 def cp_timing(double[::1] par, object t, double fixed):
     """Write a LayerTiming (sieve.sched.partition) and the PIM fixed time into sieve_cp_greedy's
-    par (Q_H ... Q_OB, Q_FIXED; None for other_attn_* -> -1), as sieve.sched.cp._params did in
-    Python: one call instead of a dozen item stores (the decision's own time, issue 15)."""
+    par (Q_H ... Q_OB, Q_FIXED; None for other_attn_* -> -1): sieve.sched.cp.sieve_cp's one
+    call per decision instead of a dozen item stores in Python."""
     if par.shape[0] < Q_N:
         raise ValueError("cp_timing: par must hold Q_N values")
     cdef object o_r = t.other_attn_ready_ns, o_b = t.other_attn_blocked_ns

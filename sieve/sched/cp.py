@@ -193,12 +193,12 @@ _QNACT, _QCMAX = _greedy.Q_NACT, _greedy.Q_CMAX
 _NO_OBS = np.zeros(0, dtype=np.int64)  # the loop reads its table as is
 
 
-def _context(est: Estimator) -> tuple[GpuAffine, array, EmaCostTable]:
+def _context(est: Estimator) -> tuple[array, EmaCostTable]:
     """What sieve-cp's compiled loop needs of an estimator that does not change between
-    decisions, built once per estimator: the GPU's affine form (:func:`_affine`; a function of
-    the estimator's cost model and expert shape, both fixed at construction), the parameter
-    buffer with its GPU form, launch time and PIM slope written, and the runtime table of the
-    TP mapping (the estimator keeps one table object per mapping). The buffer is an
+    decisions, built once per estimator: the parameter buffer with the GPU's affine form
+    (:func:`_affine`; a function of the estimator's cost model and expert shape, both fixed at
+    construction), its combine, launch time and the PIM slope written, and the runtime table
+    of the TP mapping (the estimator keeps one table object per mapping). The buffer is an
     ``array.array`` of doubles: its items are set at a fraction of a numpy item's cost, and the
     loop reads it as a typed memoryview all the same."""
     ctx = est.__dict__.get("_cp_ctx")
@@ -209,7 +209,7 @@ def _context(est: Estimator) -> tuple[GpuAffine, array, EmaCostTable]:
                                   gpu_launch_ns(est), est.table("tp").slope,
                                   *gpu_form(est))):
             par[i] = v
-        ctx = est.__dict__["_cp_ctx"] = (aff, par, est.table("tp"))
+        ctx = est.__dict__["_cp_ctx"] = (par, est.table("tp"))
     return ctx
 
 
@@ -316,7 +316,7 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
                 - _total(load, est, aff, on_pim, filled)) if load.counts.any() else 0.0
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
                                   e_g, e_p, steps, gain)
-    _, par, table = _context(est)
+    par, table = _context(est)
     # this layer's timing and the PIM fixed time, written by one compiled call
     _greedy.cp_timing(par, load.timing or timing_of(load), est.pim_fixed_ns("tp"))
     if src == "roofline":  # the estimator never updates: slope only
