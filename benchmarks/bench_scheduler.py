@@ -12,8 +12,8 @@ for gpt-oss-120b's expert shape on 4xb200 (the shape does not change the work of
 algorithm); sieve-cp also gets the layer's timing
 (HBM free after 3 us, the dispatch after 20 us, PIM after 10 us), as a step gives it.
 ``sieve-cp*`` is sieve-cp with a table that has observations and was updated before every
-decision (its cached reading of unobserved counts, ``EmaCostTable.filled``, recomputed each
-time), as in a run where every layer's PIM program feeds the table.
+decision (so nothing cached from the table's last state helps it), as in a run where every
+layer's PIM program feeds the table.
 
     python benchmarks/bench_scheduler.py [--repeat 2000] [--experts 64,128,256,512]
 """
