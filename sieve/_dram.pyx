@@ -96,8 +96,9 @@ cdef inline tick_t _min(tick_t a, tick_t b) noexcept nogil:
     return a if a < b else b
 
 
-_BUFFER_FIELDS = ("open_row", "ab_row", "sb_row", "n_open")
-_PC_FIELDS = _BUFFER_FIELDS + ("ref_due", "ref_rr", "pc_last", "pc_lseq")
+_BUFFER_FIELDS = ("open_row", "ab_row", "sb_row", "n_open")  # per (buffer, channel, pc, unit)
+_PC_COUNTERS = ("ref_due", "ref_rr", "pc_last", "pc_lseq")  # per (channel, pc)
+_PC_FIELDS = _BUFFER_FIELDS + _PC_COUNTERS
 
 
 def _put_channels(str name, view, value, Py_ssize_t n):
@@ -405,7 +406,7 @@ cdef class Engine:
         v = {"ready": ready, "hist": hist, "ch_last": a["ch_last"]}
         for k in _BUFFER_FIELDS:  # stored buffer-major: (buffer, channel, pc, unit)
             v[k] = a[k].reshape(self.n_buffers, nch, npc, -1).transpose(1, 2, 0, 3)
-        for k in ("ref_due", "ref_rr", "pc_last", "pc_lseq"):
+        for k in _PC_COUNTERS:
             v[k] = a[k].reshape(nch, npc)
         return v
 
