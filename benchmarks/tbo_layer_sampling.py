@@ -1,17 +1,17 @@
-"""Two-batch overlap under layer sampling: a step simulated on K sampled layers and scaled by
-n_layers / K (sieve.system.step, "Layer sampling") against the same step on every layer.
+"""Layer sampling against every layer: a step simulated on K sampled layers and scaled to the
+model (sieve.system.step, ``_sampled_layers`` and ``_scaled_layers_ns``) against the same step
+on every layer, under two-batch overlap and in the sequential mode.
 
-Under two-batch overlap a step's span holds a pipeline fill and drain (the first micro-batch's
-first attention has nothing beside it, the second's last experts neither) that an all-layer
-step pays once and a K-layer step pays once too, but scaled by n_layers / K; and the sampled
-layers' neighbours (whose work overlaps theirs) are not their neighbours in the model. Both
-change with the method, so the sampled comparison between methods can differ from the exact
-one. One measured step after one warm-up, seed 0, as in ``sieve run --paper``; throughput per
-GPU (tok/s), in brackets the same under a candidate scaling of the sampled step
-(``_period_scaled_ns``: the layers not simulated at the mean period between consecutive
-sampled layers, the fill and drain paid once), and per point the ratio of sieve-cp to the
-other method named; the first point also in sequential mode, where nothing overlaps across
-layers.
+The sample keeps the model's first and last layers and gives every layer class (token mixer,
+MoE or dense FFN) its share of the layers between; each class's sampled layers stand for its
+layers in the model. Under two-batch overlap a step's span holds a pipeline fill (in the first
+layer) and drain (in the last) paid once, so the layers not simulated are added at their
+class's mean time between the first and last sampled layer; in the sequential mode each
+sampled layer's time is scaled by its class's layers over its samples. One measured step after
+one warm-up, seed 0, as in ``sieve run --paper``; throughput per GPU (tok/s), in brackets the
+same sampled step under the scaling sieve used before (the time to the last sampled layer
+times ``n_layers / K``, whatever the classes; ``_uniform_scaled_ns``), and per point the ratio
+of sieve-cp to the other method named.
 
     python benchmarks/tbo_layer_sampling.py [--quick] [--sampled-only]   # ~30 min on 2 cores
 """
@@ -38,20 +38,14 @@ CASES = [
      dict(model="qwen3.5-397b-a17b", system="8xb200", batch=256, workload="math-500"),
      ("duplex", "sieve-cp")),
 ]
+#: points also run in the sequential mode (indices into CASES)
+SEQUENTIAL = (0, 3)
 
 
-def _period_scaled_ns(st) -> float:
-    """A candidate scaling, reported beside the simulator's: the sampled layers' span to the
-    end of the last, plus the layers not simulated at the mean period between consecutive
-    sampled layers' ends (so the micro-batches' fill and drain is paid once), plus what follows
-    the layers (LM head). Equals the step on an all-layer run."""
-    layers = sorted({t["layer"] for t in st.tasks if t.get("layer", -1) >= 0})
-    ends = [max(t["end_ns"] for t in st.tasks if t.get("layer") == x) - st.start_ns
-            for x in layers]
-    k = len(ends)
-    rest = st.n_layers - k
-    per = (ends[-1] - ends[0]) / (k - 1) if k > 1 else ends[0]
-    return ends[-1] + rest * per + (st.makespan_ns - st.layers_ns)
+def _uniform_scaled_ns(st) -> float:
+    """The scaling sieve used before: the time to the last sampled layer's end times
+    ``n_layers / K``, plus what follows the layers (LM head)."""
+    return st.layers_ns * st.n_layers / st.layers_simulated + (st.makespan_ns - st.layers_ns)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,31 +54,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sampled-only", action="store_true",
                     help="skip the all-layer runs (the long ones)")
     args = ap.parse_args(argv)
-    print("| point | layers | " + " | ".join(["method: tok/s/GPU (period-scaled)"] * 3)
-          + " | sieve-cp / other (period-scaled) |")
+    print("| point | layers | " + " | ".join(["method: tok/s/GPU (former scaling)"] * 3)
+          + " | sieve-cp / other (former scaling) |")
     print("|---|---|---|---|---|---|")
     cases = [(label, fields, methods, "tbo") for label, fields, methods in CASES]
-    # the first point in sequential mode, for comparison
-    cases.insert(1, (CASES[0][0] + ", sequential", CASES[0][1], CASES[0][2], "none"))
-    for label, fields, methods, overlap in cases[:2] if args.quick else cases:
+    cases += [(CASES[i][0] + ", sequential", CASES[i][1], CASES[i][2], "none")
+              for i in SEQUENTIAL]
+    for label, fields, methods, overlap in ([cases[0], cases[len(CASES)]] if args.quick
+                                            else cases):
         for layers in (4, 8, 16, None):
             if layers is None and args.sampled_only:
                 continue
             t0 = time.time()
-            tput, period = {}, {}
+            tput, former = {}, {}
             for m in methods:
                 cfg = RunConfig(method=m, overlap=overlap, microbatches=2 if overlap == "tbo"
                                 else 1, steps=1, warmup=1, layers=layers, **fields)
                 res = simulate_run(cfg, keep_steps=True)
                 tput[m] = res.row["throughput_tok_s_gpu"]
                 st = res.steps[0]
-                period[m] = tput[m] * st.step_ns / _period_scaled_ns(st)
+                former[m] = tput[m] * st.step_ns / _uniform_scaled_ns(st)
             other = methods[-2]
-            cells = [f"{m}: {tput[m]:.1f} ({period[m]:.1f})" for m in methods] + [""] * (
+            cells = [f"{m}: {tput[m]:.1f} ({former[m]:.1f})" for m in methods] + [""] * (
                 3 - len(methods))
             print(f"| {label} | {layers or 'all'} | " + " | ".join(cells)
                   + f" | {tput['sieve-cp'] / tput[other]:.3f} "
-                  + f"({period['sieve-cp'] / period[other]:.3f}) {other} |"
+                  + f"({former['sieve-cp'] / former[other]:.3f}) {other} |"
                   + f" <!-- {time.time() - t0:.0f} s -->", flush=True)
     return 0
 

@@ -509,10 +509,12 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _layers_type(text: str) -> int | None:
-    """argparse ``type=`` of --layers: 'all' or an integer in [1, 10000]."""
+def _layers_type(text: str) -> int | str | None:
+    """argparse ``type=`` of --layers: 'all', 'auto' or an integer in [1, 10000]."""
     if text.strip().lower() == "all":
         return None
+    if text.strip().lower() == "auto":
+        return "auto"
     return _int_type(1, 10 ** 4, "or 'all'")(text)
 
 
@@ -520,9 +522,14 @@ _layers_type.__name__ = "layers"
 
 
 def _run_kw(args: argparse.Namespace) -> dict:
+    from sieve.system.step import sampled_layers_default
+
+    layers = args.layers
+    if layers == "auto":
+        layers = sampled_layers_default(args.microbatches, args.overlap)
     return {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
             "seed": args.seed, "microbatches": args.microbatches, "overlap": args.overlap,
-            "layers": args.layers, "trace": args.trace, "router": args.router}
+            "layers": layers, "trace": args.trace, "router": args.router}
 
 
 def _cache_path(args: argparse.Namespace):
@@ -794,8 +801,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     # the defaults of a sweep are RunConfig's, not `sieve run`'s: say so where they differ
     # (after the run: a refused sweep prints its one error line only)
     from sieve.system.run import RunConfig
+    from sieve.system.step import SAMPLED_LAYERS
 
-    diff = {"steps": 1, "layers": 4}  # what `sieve run` uses (its --steps / --layers defaults)
+    # what `sieve run` uses (its --steps / --layers defaults, one micro-batch)
+    diff = {"steps": 1, "layers": SAMPLED_LAYERS[0]}
     for name, run_default in diff.items():
         field_default = getattr(RunConfig, name)
         if any(r.point.config.__dict__[name] == field_default for r in ev.records):
@@ -1053,8 +1062,9 @@ def _add_run_flags(p) -> None:
                    help="execution mode: none (each micro-batch's phases in order, default) "
                    "or tbo (two-batch overlap: two micro-batches, one's attention and "
                    "communication beside the other's experts, weights shared on chip)")
-    p.add_argument("--layers", type=_layers_type, default=4, help="layers simulated per step, "
-                   "spread evenly and scaled (default 4), or 'all' (exact, slower)")
+    p.add_argument("--layers", type=_layers_type, default="auto", help="layers simulated per "
+                   "step, spread evenly and scaled, or 'all' (exact, slower); default auto: 4, "
+                   "8 with two micro-batches (--overlap tbo, --microbatches 2)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "
                    "(.npz, sieve.workload.trace) instead of the model's synthetic router")
     p.add_argument("--router", default=None, metavar="FIT", help="the synthetic router's fit "

@@ -27,11 +27,16 @@ the roofline before the first observation), the layer's estimated dispatch + com
 layer's other GPU work; its estimator's PIM table has seen exactly the PIM expert runs that had
 ended by then (a scheduler never sees the future).
 
-Layer sampling (``StepOptions.layers = K``): only ``K`` layers spread evenly over the model
-(every layer type represented; among the layers the routing covers, for an imported trace of
-some layers only) are simulated, back to back, and the time up to the last of them is scaled by
-``n_layers / K``; the LM head is added unscaled. ``layers=None`` simulates every layer (exact).
-Results record which.
+Layer sampling (``StepOptions.layers = K``): only about ``K`` layers are simulated, back to
+back: the first and the last, and between them every layer class (token mixer; routed MoE or
+dense FFN) in its share, at least one each where there is room (:func:`_sampled_layers`; among
+the layers the routing covers, for an imported trace of some layers only). Each sampled layer
+stands for its class's layers of the model (:func:`_scaled_layers_ns`): in the sequential mode
+its time is scaled by its class's layers over its samples; with two micro-batches, pipelined
+over the layers, the span to the last sampled layer (which holds the pipeline fill and drain
+once) is kept and every layer not simulated is added at its class's mean time between the
+first and the last sampled layer. The LM head is added unscaled. ``layers=None`` simulates
+every layer (exact). Results record which.
 
 Tensor parallelism (``parallel="tp"``): every GPU runs all tokens with ``1/n`` of the heads and of
 every expert (:func:`sieve.hw.layer_ops.tp_shard`) and all-reduces after attention and after the
@@ -340,20 +345,132 @@ class StepResult:
     prefill_tokens: int = 0
 
 
+#: Layers ``sieve run`` samples by default, one micro-batch / two (pipelined over the layers).
+#: Measured against every layer (docs/validation.md, "Layer sampling against every layer"):
+#: 4 layers are within 1 % in the sequential mode; with two micro-batches 4 layers were up to
+#: 10 % off (one sampled layer of a class between the first and the last), 8 within about 2 %.
+SAMPLED_LAYERS = (4, 8)
+
+
+def sampled_layers_default(microbatches: int, overlap: str) -> int:
+    """How many layers ``sieve run`` samples when not told (:data:`SAMPLED_LAYERS`)."""
+    return SAMPLED_LAYERS[1] if overlap == "tbo" or microbatches > 1 else SAMPLED_LAYERS[0]
+
+
+def _layer_class(model, i: int) -> tuple[str, bool]:
+    """What a layer costs like: its token mixer and whether its FFN is a routed MoE."""
+    return model.layer_types[i], i in model.moe_layer_ids
+
+
+def _sample_quota(model, cand: Sequence[int], k: int, must: set) -> dict[tuple, int]:
+    """How many of ``k`` layers among ``cand`` each layer class gets: its share, rounded by
+    largest remainder (ties to the class met first), at least one for each class in ``must``
+    (so the quotas can sum to more than ``k``) and never more than the class has."""
+    classes: dict[tuple, int] = {}
+    for i in cand:
+        c = _layer_class(model, i)
+        classes[c] = classes.get(c, 0) + 1
+    n = len(cand)
+    exact = {c: k * m / n for c, m in classes.items()}
+    quota = {c: max(1 if c in must else 0, min(m, int(exact[c]))) for c, m in classes.items()}
+    order = sorted(classes, key=lambda c: -(exact[c] - int(exact[c])))  # stable: ties keep order
+    while sum(quota.values()) < k:
+        for c in order:
+            if quota[c] < classes[c] and sum(quota.values()) < k:
+                quota[c] += 1
+    return quota
+
+
 def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
                     ) -> list[int]:
-    """The layers a step simulates: all (``k`` None), or ``k`` spread evenly with every layer
-    type represented; only among ``allowed`` (the layers a routing trace covers) if given."""
+    """The layers a step simulates: all (``k`` None), or ``k`` spread evenly over the model;
+    only among ``allowed`` (the layers a routing trace covers) if given.
+
+    A sample of ``k >= 2`` holds the first and the last candidate layer (a step's pipeline fill
+    and drain happen there, :func:`_scaled_layers_ns`) and ``k - 2`` layers between them, in
+    which every layer class (:func:`_layer_class`: token mixer, routed MoE or dense FFN) has
+    its share of the layers between, rounded (:func:`_sample_quota`), and at least one where
+    ``k - 2`` leaves room for every class; every class has at least one layer in the sample,
+    which can make it longer than ``k``. The evenly spread layers are kept where their classes
+    already have their shares; a class with too many gives up the pick nearest to a free layer
+    of a class with too few, which takes its place (ties: the earliest); a class still short
+    adds its free layer farthest from the picks, one still over drops its pick nearest another;
+    until every class has its quota."""
     cand = list(range(model.n_layers)) if allowed is None else sorted(set(allowed))
     if not cand:
         raise ConfigError(f"step: no layer of {model.name!r} can be simulated")
     if k is None or k >= len(cand):
         return cand
-    picks = sorted({cand[int(round(x))] for x in np.linspace(0, len(cand) - 1, k)})
-    types = {model.layer_types[i] for i in picks}
-    for t in sorted({model.layer_types[i] for i in cand} - types):  # every type represented
-        picks.append(next(i for i in cand if model.layer_types[i] == t))
-    return sorted(set(picks))
+    fixed = [cand[0]] if k == 1 else [cand[0], cand[-1]]
+    inner = cand[1:-1] if k >= 2 else cand[1:]
+    classes = list(dict.fromkeys(_layer_class(model, i) for i in inner))
+    seen = {_layer_class(model, i) for i in fixed}
+    must = set(classes) if k - len(fixed) >= len(classes) else set(classes) - seen
+    quota = _sample_quota(model, inner, k - len(fixed), must)
+    grid = {cand[int(round(x))] for x in np.linspace(0, len(cand) - 1, k)}
+    picks = sorted(grid - set(fixed))
+    while True:
+        have = {c: 0 for c in quota}
+        for i in picks:
+            have[_layer_class(model, i)] += 1
+        short = {c for c in quota if have[c] < quota[c]}
+        over = {c for c in quota if have[c] > quota[c]}
+        if not short and not over:
+            return sorted(picks + fixed)
+        free = [j for j in inner if j not in picks]
+        if short and over:  # move a pick of a class with too many to one with too few
+            moves = [(abs(i - j), i, j) for i in picks if _layer_class(model, i) in over
+                     for j in free if _layer_class(model, j) in short]
+            _, i, j = min(moves)
+            picks = sorted([x for x in picks if x != i] + [j])
+        elif short:  # only too few: add the free layer of that class farthest from the picks
+            c = next(c for c in classes if c in short)
+            edges = picks + fixed
+            j = max((min(abs(j - x) for x in edges), -j) for j in free
+                    if _layer_class(model, j) == c)[1]
+            picks = sorted(picks + [-j])
+        else:  # only too many: drop the pick of that class nearest another pick
+            c = next(c for c in classes if c in over)
+            edges = picks + fixed
+            gap = {i: min(abs(i - x) for x in edges if x != i) for i in picks}
+            i = min((gap[i], i) for i in picks if _layer_class(model, i) == c)[1]
+            picks = [x for x in picks if x != i]
+
+
+def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
+                      periodic: bool) -> float:
+    """The time of every layer of the model from a sample: ``ends[i]`` is when sampled layer
+    ``layers[i]`` ended (from the step's start), so it took ``ends[i] - ends[i-1]`` (the
+    first, ``ends[0]``). Layers are grouped by class (:func:`_layer_class`); a class the sample
+    lacks counts as the mean sampled layer.
+
+    Sequential (``periodic`` false): each sampled layer's time, times its class's layers in the
+    model over its class's layers in the sample.
+
+    ``periodic`` (two micro-batches pipelined over the layers): the first sampled layer's time
+    holds the micro-batches' pipeline fill and the last's the drain, paid once; the span to the
+    last sampled layer is kept, and every layer not simulated is added at the mean time of its
+    class's sampled layers between the first and the last (if the class has none there, of
+    all of them between; with none between, of the last)."""
+    if len(layers) == model.n_layers:
+        return float(ends[-1])
+    dur = np.diff(np.concatenate([[0.0], np.asarray(ends, dtype=float)]))
+    total: dict[tuple, int] = {}
+    for i in range(model.n_layers):
+        c = _layer_class(model, i)
+        total[c] = total.get(c, 0) + 1
+    cls = [_layer_class(model, x) for x in layers]
+    missing = sum(m for c, m in total.items() if c not in cls)
+    if not periodic:
+        return float(sum(d * (total[c] / cls.count(c) + missing / len(layers))
+                         for d, c in zip(dur, cls)))
+    inner = dur[1:-1]
+    fallback = float(inner.mean()) if inner.size else float(dur[-1])
+    out = float(ends[-1]) + missing * fallback
+    for c in dict.fromkeys(cls):
+        per = [d for d, cc in zip(inner, cls[1:-1]) if cc == c]
+        out += (total[c] - cls.count(c)) * (float(np.mean(per)) if per else fallback)
+    return out
 
 
 class _Builder:
@@ -891,11 +1008,13 @@ class _Builder:
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
         prev = {mb: [start] * self.n_sim for mb in range(self.o.microbatches)}
+        ends: list[list[Task]] = []  # the last tasks of each sampled layer
         with stage("dag"):
             for i, layer in enumerate(layers):
                 for mb in range(self.o.microbatches):
                     prev[mb] = self.layer(trace_index.get(layer, -1), layer, mb, prev[mb],
                                           prio=2 * i + mb)
+                ends.append([t for mb in prev for t in prev[mb]])
             last_layer = [t for mb in prev for t in prev[mb]]
             for g in range(self.n_sim):
                 reqs = np.flatnonzero(self.req_gpu == g)
@@ -908,7 +1027,7 @@ class _Builder:
         self._shift()
         with stage("list_scheduling"):
             self.sched.run()
-        res = self._result(layers, last_layer)
+        res = self._result(layers, last_layer, ends)
         st.now_ns = self.t0 + res.makespan_ns
         st.steps += 1
         return res
@@ -917,12 +1036,13 @@ class _Builder:
         # the step starts at device time t0: the start task lasts t0 (it holds every lane)
         self.sched.tasks[0].duration = self.t0
 
-    def _result(self, layers, last_layer) -> StepResult:
+    def _result(self, layers, last_layer, ends) -> StepResult:
         s, t0 = self.sched, self.t0
         makespan = s.makespan_ns - t0
         layers_end = max(t.end_ns for t in last_layer) - t0
-        scale = self.full.n_layers / len(layers)
-        step_ns = layers_end * scale + (makespan - layers_end)
+        layer_ends = [max(t.end_ns for t in ts) - t0 for ts in ends]
+        step_ns = (_scaled_layers_ns(self.full, layers, layer_ends, self.o.microbatches > 1)
+                   + (makespan - layers_end))
         busy = {lane: sum(t.duration_ns for t in ts if t.name != "step_start")
                 for lane, ts in s.lanes.items()}
         tasks = [{"name": t.name, **t.info, "start_ns": t.start_ns, "end_ns": t.end_ns}
