@@ -34,8 +34,9 @@ def test_skips_double_up_to_the_bound_and_reset_when_deciding_pays():
     assert m.skips_left("L") == 0 and _pattern(m, "L", [5.0] * 10, n=10) == "d" * 10
     # layers are independent; an equal gain and cost counts as paying; no estimate decides
     m.record("A", 0.1, 1.0)
-    assert m.skips_left("A") == 1 and m.skips_left("B") == 0 and not m.skip("B")
+    assert m.skips_left("A") == 1 and m.skips_left("B") == 0
     m.record("B", 1.0, 1.0)
+    assert not m.skip("B")
     m.record("C", None, 1.0)
     assert m.skips_left("B") == m.skips_left("C") == 0
 
@@ -53,6 +54,30 @@ def test_a_larger_load_is_decided():
     m.record("L", 2.0, 1.0, load=3)  # pays: no skips, no remembered load
     m.record("L", 0.1, 1.0)  # no load given: any load skips
     assert m.skip("L", 10 ** 6)
+
+
+def test_a_layer_without_evidence_borrows_the_gpus_latest_verdict_once():
+    """A layer whose only decisions had no estimate (None) skips once where the GPU's latest
+    decision on evidence did not pay and the load is no larger; then decides on its own."""
+    m = DecisionMemo()
+    m.record("first", None, 1.0, load=3)  # cold: no estimate
+    assert not m.skip("first", 3)  # nothing on evidence yet: decide
+    m.record("later", 0.2, 1.0, load=4)  # on evidence, did not pay
+    assert not m.skip("first", 5)  # larger load than the verdict's: decide
+    assert m.skip("first", 4)  # borrowed once
+    assert not m.skip("first", 4)  # then its own decision
+    m.record("first", 0.3, 1.0, load=4)  # its own verdict from now on
+    assert m.skips_left("first") == 1 and m.skip("first", 4) and not m.skip("first", 4)
+    # a latest verdict that paid lends nothing; a layer that decided on evidence borrows nothing
+    m.record("later", 5.0, 1.0, load=4)
+    assert not m.skip("fresh", 1)
+    m.record("own", 5.0, 1.0, load=1)
+    m.record("later", 0.2, 1.0, load=4)
+    assert not m.skip("own", 1) and m.skip("fresh", 1)
+    # max_skip 0 never skips, borrowed or not
+    z = DecisionMemo(max_skip=0)
+    z.record("a", 0.1, 1.0)
+    assert not z.skip("b")
 
 
 def test_max_skip_bounds_and_zero_never_skips():

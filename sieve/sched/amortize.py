@@ -23,6 +23,11 @@ keep a skip from hiding a decision that would pay:
 * the estimate itself: before the runtime cost table has observed any PIM time the method's
   saving is the roofline's, not evidence, and ``sieve-cp`` reports none (no skips follow).
 
+A layer whose decisions were all made on no evidence (the first layer a run simulates: its
+only decision came before any PIM time was observed) borrows, once, the GPU's latest verdict
+made on evidence: if that decision did not pay and this layer's load is no larger than its,
+the layer skips one decision; the next one is its own.
+
 In the steady state of a layer where deciding never pays, one decision in ``MAX_SKIP + 1`` is
 paid.
 
@@ -51,7 +56,7 @@ class DecisionMemo:
     """Per-layer skip state of one GPU's scheduler (module docstring). Keys are any hashable
     layer id; unknown keys decide."""
 
-    __slots__ = ("max_skip", "_state", "_load")
+    __slots__ = ("max_skip", "_state", "_load", "_informed", "_borrowed", "_last")
 
     def __init__(self, max_skip: int = MAX_SKIP):
         if isinstance(max_skip, bool) or not isinstance(max_skip, int) or max_skip < 0:
@@ -60,12 +65,22 @@ class DecisionMemo:
         self.max_skip = max_skip
         self._state: dict[Hashable, list[int]] = {}  # key -> [skips left, last backoff]
         self._load: dict[Hashable, float] = {}  # key -> load of the decision that did not pay
+        self._informed: set = set()  # keys with a decision made on evidence
+        self._borrowed: set = set()  # keys that took the GPU's verdict once
+        # the GPU's latest decision on evidence: (did not pay, its load)
+        self._last: tuple[bool, float | None] | None = None
 
     def skip(self, key: Hashable, load: float | None = None) -> bool:
         """Whether this decision of layer ``key`` is skipped (consumes one skip). ``load``:
         the layer's load now (its token-expert pairs on this GPU); a load larger than at the
         decision that did not pay is decided."""
         s = self._state.get(key)
+        if (self.max_skip and key not in self._informed and key not in self._borrowed
+                and self._last is not None and self._last[0]):
+            then = self._last[1]
+            if load is None or then is None or load <= then:
+                self._borrowed.add(key)
+                return True
         if s is None or s[0] == 0:
             return False
         then = self._load.get(key)
@@ -81,6 +96,9 @@ class DecisionMemo:
         load. A saving below the cost schedules skips (doubling up to ``max_skip``);
         otherwise the layer decides every time again."""
         s = self._state.setdefault(key, [0, 0])
+        if gain_ns is not None:
+            self._informed.add(key)
+            self._last = (bool(gain_ns < cost_ns), None if load is None else float(load))
         if gain_ns is None or not gain_ns < cost_ns:  # pays (or no estimate): decide again
             s[0] = s[1] = 0
             self._load.pop(key, None)
