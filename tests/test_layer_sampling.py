@@ -44,13 +44,12 @@ def test_sample_holds_the_ends_and_every_class_its_share(name, k):
     assert picks[0] == 0
     if k >= 2:
         assert picks[-1] == m.n_layers - 1
-        inner, between = _classes(m, picks[1:-1]), _classes(m, range(1, m.n_layers - 1))
-        room = k - 2 >= len(between)
-        for c, n in between.items():
-            share = (k - 2) * n / (m.n_layers - 2)
-            # its share rounded (largest remainder), raised to one where there is room
-            lo = max(1 if room else 0, int(share))
-            assert lo <= inner[c] <= max(lo, int(share) + 1), (c, inner[c], share)
+    ends = _classes(m, picks[:1] + picks[-1:] if k >= 2 else picks[:1])
+    have = _classes(m, picks)
+    for c, n in every.items():
+        share = k * n / m.n_layers  # its share, rounded by largest remainder, at least one
+        lo, hi = max(1, int(share)), max(1, int(share) + 1, ends[c])
+        assert lo <= have[c] <= hi, (c, have[c], share)
     # no larger than k unless every class could not fit
     assert len(picks) == k or len(picks) <= len(every) + (2 if k >= 2 else 1)
 

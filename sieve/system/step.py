@@ -387,11 +387,11 @@ def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
     only among ``allowed`` (the layers a routing trace covers) if given.
 
     A sample of ``k >= 2`` holds the first and the last candidate layer (a step's pipeline fill
-    and drain happen there, :func:`_scaled_layers_ns`) and ``k - 2`` layers between them, in
-    which every layer class (:func:`_layer_class`: token mixer, routed MoE or dense FFN) has
-    its share of the layers between, rounded (:func:`_sample_quota`), and at least one where
-    ``k - 2`` leaves room for every class; every class has at least one layer in the sample,
-    which can make it longer than ``k``. The evenly spread layers are kept where their classes
+    and drain happen there, :func:`_scaled_layers_ns`); every layer class
+    (:func:`_layer_class`: token mixer, routed MoE or dense FFN) has its share of the ``k``
+    layers, rounded (:func:`_sample_quota`), and at least one, which can make the sample
+    longer than ``k``; the first and last layers count towards their classes' shares and the
+    layers between them make up the rest. The evenly spread layers are kept where their classes
     already have their shares; a class with too many gives up the pick nearest to a free layer
     of a class with too few, which takes its place (ties: the earliest); a class still short
     adds its free layer farthest from the picks, one still over drops its pick nearest another;
@@ -404,9 +404,11 @@ def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
     fixed = [cand[0]] if k == 1 else [cand[0], cand[-1]]
     inner = cand[1:-1] if k >= 2 else cand[1:]
     classes = list(dict.fromkeys(_layer_class(model, i) for i in inner))
-    seen = {_layer_class(model, i) for i in fixed}
-    must = set(classes) if k - len(fixed) >= len(classes) else set(classes) - seen
-    quota = _sample_quota(model, inner, k - len(fixed), must)
+    quota = _sample_quota(model, cand, k, {_layer_class(model, i) for i in cand})
+    for i in fixed:  # the first and last layers fill their classes' quotas first
+        c = _layer_class(model, i)
+        quota[c] -= 1
+    quota = {c: max(q, 0) for c, q in quota.items() if c in classes}
     grid = {cand[int(round(x))] for x in np.linspace(0, len(cand) - 1, k)}
     picks = sorted(grid - set(fixed))
     while True:
@@ -450,8 +452,8 @@ def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
     ``periodic`` (two micro-batches pipelined over the layers): the first sampled layer's time
     holds the micro-batches' pipeline fill and the last's the drain, paid once; the span to the
     last sampled layer is kept, and every layer not simulated is added at the mean time of its
-    class's sampled layers between the first and the last (if the class has none there, of
-    all of them between; with none between, of the last)."""
+    class's sampled layers between the first and the last (if the class has none there: its
+    last or first sampled layer's; a class not sampled: the mean of the layers between)."""
     if len(layers) == model.n_layers:
         return float(ends[-1])
     dur = np.diff(np.concatenate([[0.0], np.asarray(ends, dtype=float)]))
@@ -469,7 +471,9 @@ def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
     out = float(ends[-1]) + missing * fallback
     for c in dict.fromkeys(cls):
         per = [d for d, cc in zip(inner, cls[1:-1]) if cc == c]
-        out += (total[c] - cls.count(c)) * (float(np.mean(per)) if per else fallback)
+        if not per:  # only the first or last layer: its time, fill or drain in it
+            per = [dur[-1]] if cls[-1] == c else [dur[0]]
+        out += (total[c] - cls.count(c)) * float(np.mean(per))
     return out
 
 
