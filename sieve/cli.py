@@ -515,7 +515,7 @@ def _layers_type(text: str) -> int | str | None:
         return None
     if text.strip().lower() == "auto":
         return "auto"
-    return _int_type(1, 10 ** 4, "or 'all'")(text)
+    return _int_type(1, 10 ** 4, "or 'all' or 'auto'")(text)
 
 
 _layers_type.__name__ = "layers"
@@ -1063,7 +1063,8 @@ def _add_run_flags(p) -> None:
                    "or tbo (two-batch overlap: two micro-batches, one's attention and "
                    "communication beside the other's experts, weights shared on chip)")
     p.add_argument("--layers", type=_layers_type, default="auto", help="layers simulated per "
-                   "step, spread evenly and scaled, or 'all' (exact, slower); default auto: 4, "
+                   "step, each standing for its layer class (docs/system.md §1), or 'all' (exact, "
+                   "slower); default auto: 4, "
                    "8 with two micro-batches (--overlap tbo, --microbatches 2)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "
                    "(.npz, sieve.workload.trace) instead of the model's synthetic router")

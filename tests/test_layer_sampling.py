@@ -155,3 +155,17 @@ def test_sampled_step_against_every_layer(overlap, k, method, tol):
                         method=method, overlap=overlap, steps=1, warmup=1, layers=layers)
         out[layers] = simulate_run(cfg).row["throughput_tok_s_gpu"]
     assert out[k] == pytest.approx(out[None], rel=tol)
+
+
+def test_sieve_run_samples_by_mode_unless_told():
+    """`sieve run --layers auto` (the default) samples 4 layers, 8 with two micro-batches;
+    an integer or 'all' is taken as given."""
+    from sieve.cli import _run_kw, build_parser
+
+    def layers(*argv):
+        return _run_kw(build_parser().parse_args(["run", *argv]))["layers"]
+
+    assert layers() == layers("--layers", "auto") == 4
+    assert layers("--overlap", "tbo") == layers("--microbatches", "2") == 8
+    assert layers("--overlap", "tbo", "--layers", "3") == 3
+    assert layers("--layers", "all") is None

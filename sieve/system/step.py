@@ -145,7 +145,8 @@ class StepOptions:
             none for them (:mod:`sieve.sched.amortize`).
         expert_dtype: dtype of the routed and shared experts' weights (None: the system's).
         kv_dtype: KV-cache element type ("bf16", "fp8").
-        layers: simulate every layer (None) or K layers spread evenly and scale (module doc).
+        layers: simulate every layer (None) or a sample of about K, each standing for its
+            layer class (module doc, :func:`_sampled_layers`, :func:`_scaled_layers_ns`).
     """
 
     method: str = "sieve"
