@@ -7,22 +7,26 @@ with 32 B transactions, RoBaRaCoCh mapping, 32-entry queues, open page, FR-FCFS 
 refresh. Each is timed as a whole process, from exec to exit:
 
 * sieve:  ``python -m sieve dram --spec hbm3-6400 --mapping RoBaRaCoCh --request-bytes 32
-  --channels 1 --queue 32 --json --trace FILE`` (the trace is streamed: read and parsed in
-  compiled code chunk by chunk, so memory does not grow with the file);
+  --channels 1 --queue 32 --json --lifecycle L --trace FILE`` for each request lifecycle ``L``
+  (``sieve``, the default, and ``ramulator2``, the exact mode that matches Ramulator 2.1
+  command for command); the trace is streamed (read and parsed in compiled code chunk by
+  chunk, so memory does not grow with the file);
 * Ramulator 2.1: ``ramulator21_rate.py FILE --mapper RoBaRaCoCh`` (shared/tools/ramulator21,
-  its ``process_wall_s``: interpreter start to exit, trace loading included).
+  interpreter start to exit, trace loading included).
 
-Reported per trace: requests/s of each (requests / process wall time), the ratio, peak resident
-memory (sieve: the child's ru_maxrss), CPU time, simulated cycles; and the check that the
-streamed run simulates exactly the cycles of the in-memory path (`simulate_requests` on the
-same trace loaded into a RequestTrace), for each trace.
+The runs are interleaved: each of ``--pairs`` rounds runs every sieve lifecycle and Ramulator
+once, in an order that alternates between rounds, and each sieve run is divided by the
+Ramulator run of its own round. Reported per trace and lifecycle: CPU time (user + system, the
+child's rusage) and wall time of each, min / median / max over the rounds, the per-round
+ratios min / median / max, peak resident memory (the child's ru_maxrss, max over rounds) and
+simulated cycles; and the check that the streamed run simulates exactly the cycles of the
+in-memory path (`simulate_requests` on the same trace loaded into a RequestTrace).
 
-    python benchmarks/bench_trace.py --requests 2000000 --repeat 3 \\
+    python benchmarks/bench_trace.py --requests 2000000 --pairs 5 \
         --ramulator /tmp/anchors          # ANCHORS_DIR of setup_ramulator21.sh
     python benchmarks/bench_trace.py ... --write docs/performance.md
 
-Without ``--ramulator`` only sieve is timed. Each number is the best of ``--repeat`` runs,
-alternating the two simulators (the machine is shared and noisy).
+Without ``--ramulator`` only sieve is timed.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import os
 import platform
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -75,12 +80,13 @@ def _run(cmd: list[str], env: dict) -> tuple[str, float, resource.struct_rusage]
         return out.read().decode(), wall, usage
 
 
-def run_sieve(trace: Path) -> dict:
+def run_sieve(trace: Path, lifecycle: str = "sieve") -> dict:
     """One whole-process run of `sieve dram --trace`: wall, CPU, peak RSS, the JSON result."""
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "sieve-bench-pycache")
-    out, wall, ru = _run([sys.executable, "-m", "sieve", *SIEVE_ARGS, str(trace)], env)
+    out, wall, ru = _run([sys.executable, "-m", "sieve", *SIEVE_ARGS[:-1], "--lifecycle",
+                          lifecycle, "--trace", str(trace)], env)
     d = json.loads(out)
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "maxrss_mb": ru.ru_maxrss / 1024,
             "cycles": d["cycles"], "requests": d["requests"]}
@@ -110,72 +116,88 @@ def in_memory_cycles(trace: Path) -> int:
     return int(out.strip())
 
 
-def _best(best: dict | None, run: dict) -> dict:
-    """Best of the runs so far: the fastest run by wall time, with the least CPU time of any
-    run (the machine is shared, so a long run is more likely to lose the core for a while)."""
-    if best is None:
-        return dict(run)
-    out = dict(run) if run["wall_s"] < best["wall_s"] else dict(best)
-    out["cpu_s"] = min(best["cpu_s"], run["cpu_s"])
-    return out
+def _mmm(xs) -> str:
+    """min / median / max."""
+    xs = sorted(xs)
+    return f"{xs[0]:.2f} / {statistics.median(xs):.2f} / {xs[-1]:.2f}"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=2_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--ramulator", type=Path, default=None,
                     help="ANCHORS_DIR of setup_ramulator21.sh (ramulator2/python, venv-r21)")
     ap.add_argument("--patterns", default="seq,rand")
+    ap.add_argument("--lifecycles", default="sieve,ramulator2")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--write", help="replace the generated section of this Markdown file")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="sieve-bench-trace-"))
     work.mkdir(parents=True, exist_ok=True)
+    lifecycles = args.lifecycles.split(",")
     rows = []
     load0 = os.getloadavg()
+    t_start = time.time()
     for pat in args.patterns.split(","):
         trace = work / f"{pat}{args.requests}.trace"
         if not trace.exists():
             make_trace(pat, args.requests, trace)
         size_mb = trace.stat().st_size / 1e6
-        run_sieve(trace)  # warm the file cache and the bytecode cache
-        best_s = best_r = None
-        for _ in range(args.repeat):
-            s = run_sieve(trace)
-            best_s = _best(best_s, s)
-            if args.ramulator:
-                best_r = _best(best_r, run_ramulator(trace, args.ramulator))
-        same = in_memory_cycles(trace) == best_s["cycles"]
-        row = {"pattern": pat, "requests": args.requests, "trace_mb": size_mb,
-               "sieve": best_s, "ramulator": best_r, "same_cycles_as_in_memory": same}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        for lc in lifecycles:
+            run_sieve(trace, lc)  # warm the file cache and the bytecode cache
+        runs = {lc: [] for lc in lifecycles}
+        ram = []
+        for i in range(args.pairs):
+            order = list(lifecycles) + (["ramulator"] if args.ramulator else [])
+            if i % 2:
+                order.reverse()
+            for who in order:
+                if who == "ramulator":
+                    ram.append(run_ramulator(trace, args.ramulator))
+                else:
+                    runs[who].append(run_sieve(trace, who))
+        same = in_memory_cycles(trace) == runs["sieve"][0]["cycles"] if "sieve" in runs else None
+        for lc in lifecycles:
+            row = {"pattern": pat, "lifecycle": lc, "requests": args.requests,
+                   "trace_mb": size_mb, "sieve": runs[lc], "ramulator": ram,
+                   "same_cycles_as_in_memory": same}
+            print(json.dumps({k: v for k, v in row.items() if k != "ramulator"}), flush=True)
+            rows.append(row)
     load = os.getloadavg()
-    lines = [BEGIN, "", "| trace | requests | sieve wall (s) | sieve CPU (s) | sieve req/s | "
-             "sieve peak RSS | Ramulator 2.1 wall (s) | Ramulator CPU (s) | Ramulator req/s | "
-             "Ramulator peak RSS | sieve / Ramulator (wall) | sieve / Ramulator (CPU) | "
-             "cycles sieve / Ramulator | streamed = in-memory cycles |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [BEGIN, "", "| trace | sieve lifecycle | sieve CPU (s) | sieve wall (s) | sieve peak RSS "
+             "| Ramulator 2.1 CPU (s) | Ramulator wall (s) | Ramulator peak RSS | sieve / "
+             "Ramulator, CPU | sieve / Ramulator, wall | cycles sieve / Ramulator |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        s, r = row["sieve"], row["ramulator"]
-        n = row["requests"]
-        rs = n / s["wall_s"]
-        ram = (f"{r['wall_s']:.2f} | {r['cpu_s']:.2f} | {n / r['wall_s'] / 1e3:.0f} k | "
-               f"{r['maxrss_mb']:.0f} MB | **{r['wall_s'] / s['wall_s']:.1f}x** | "
-               f"**{r['cpu_s'] / s['cpu_s']:.1f}x** | {s['cycles']:,} / {r['cycles']:,}"
-               if r else "- | - | - | - | - | - | -")
-        lines.append(f"| {row['pattern']} ({row['trace_mb']:.0f} MB) | {n:,} | "
-                     f"{s['wall_s']:.2f} | {s['cpu_s']:.2f} | {rs / 1e6:.2f} M | "
-                     f"{s['maxrss_mb']:.0f} MB | {ram} | "
-                     f"{'yes' if row['same_cycles_as_in_memory'] else 'NO'} |")
-    lines += ["", f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-              f"{platform.python_version()}; load average (1 min) {load0[0]:.1f} at the start, "
-              f"{load[0]:.1f} at the end ({load[1]:.1f} over 5 min); best of {args.repeat} "
-              "alternating runs (wall: the fastest run; CPU: the least user + system time of "
-              "any run). Ramulator's cycles end when its front end has handed over the last "
-              "request; sieve's when the last request has completed (the drain of "
-              "up to 32 queued requests).", "", END]
+        s_, r_ = row["sieve"], row["ramulator"]
+        sc = [x["cpu_s"] for x in s_]
+        sw = [x["wall_s"] for x in s_]
+        cells = [f"{row['pattern']} ({row['trace_mb']:.0f} MB, {row['requests']:,} requests)",
+                 row["lifecycle"], _mmm(sc), _mmm(sw),
+                 f"{max(x['maxrss_mb'] for x in s_):.0f} MB"]
+        if r_:
+            rc = [x["cpu_s"] for x in r_]
+            rw = [x["wall_s"] for x in r_]
+            cells += [_mmm(rc), _mmm(rw), f"{max(x['maxrss_mb'] for x in r_):.0f} MB",
+                      "**" + _mmm([r / s for r, s in zip(rc, sc)]).replace(" / ", "x / ")
+                      + "x**",
+                      _mmm([r / s for r, s in zip(rw, sw)]).replace(" / ", "x / ") + "x",
+                      f"{s_[0]['cycles']:,} / {r_[0]['cycles']:,}"]
+        else:
+            cells += ["-"] * 6
+        lines.append("| " + " | ".join(cells) + " |")
+    same = {r["pattern"]: r["same_cycles_as_in_memory"] for r in rows}
+    lines += ["", "Each cell: min / median / max over the rounds; the ratios are per round "
+              "(Ramulator's time over sieve's, the runs of the same round). Streamed run = "
+              "in-memory path, cycle for cycle: " + ", ".join(
+                  f"{p} {'yes' if v else 'NO'}" for p, v in same.items()) + ".", "",
+              f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+              f"{platform.python_version()}; {args.pairs} interleaved rounds, "
+              f"{time.time() - t_start:.0f} s in all; load average (1 min) {load0[0]:.1f} at "
+              f"the start, {load[0]:.1f} at the end. Ramulator's cycles end when its front end "
+              "has handed over the last request; sieve's when the last request has completed "
+              "(the drain of up to 32 queued requests).", "", END]
     text = "\n".join(lines)
     print(text)
     if args.write:
