@@ -165,8 +165,8 @@ def main(argv=None) -> int:
             print(json.dumps({k: v for k, v in row.items() if k != "ramulator"}), flush=True)
             rows.append(row)
     load = os.getloadavg()
-    lines = [BEGIN, "", "| trace | sieve lifecycle | sieve CPU (s) | sieve wall (s) | sieve peak RSS "
-             "| Ramulator 2.1 CPU (s) | Ramulator wall (s) | Ramulator peak RSS | sieve / "
+    lines = [BEGIN, "", "| trace | sieve lifecycle | sieve CPU (s) | sieve wall (s) | sieve peak "
+             "RSS | Ramulator 2.1 CPU (s) | Ramulator wall (s) | Ramulator peak RSS | sieve / "
              "Ramulator, CPU | sieve / Ramulator, wall | cycles sieve / Ramulator |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:

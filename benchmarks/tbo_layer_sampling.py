@@ -50,7 +50,8 @@ def _uniform_scaled_ns(st) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="the first point only (two-batch overlap and sequential)")
+    ap.add_argument("--quick", action="store_true",
+                    help="the first point only (two-batch overlap and sequential)")
     ap.add_argument("--sampled-only", action="store_true",
                     help="skip the all-layer runs (the long ones)")
     args = ap.parse_args(argv)

@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sieve.dram import engine
+from sieve.dram import PimDevice, engine
 from sieve.dram.presets import get_spec
 from sieve.pim import gemv_kernel
-from sieve.dram import PimDevice
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,17 @@ from sieve.hw.layer_ops import expert_shape
 from sieve.hw.system import get_system
 from sieve.model import get_model
 from sieve.sched import methods as registry
-from sieve.sched.cp import (FALLBACKS, cp_estimate, gpu_form, gpu_launch_ns, padded_tokens,
-                            sieve_cp, sieve_cp_reference, sieve_cp_start, timing_of)
+from sieve.sched.cp import (
+    FALLBACKS,
+    cp_estimate,
+    gpu_form,
+    gpu_launch_ns,
+    padded_tokens,
+    sieve_cp,
+    sieve_cp_reference,
+    sieve_cp_start,
+    timing_of,
+)
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import Method, get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
