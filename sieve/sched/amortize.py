@@ -73,7 +73,8 @@ class DecisionMemo:
     def skip(self, key: Hashable, load: float | None = None) -> bool:
         """Whether this decision of layer ``key`` is skipped (consumes one skip). ``load``:
         the layer's load now (its token-expert pairs on this GPU); a load larger than at the
-        decision that did not pay is decided."""
+        decision that did not pay is decided. A layer with no decision on evidence skips once
+        on the GPU's latest verdict on evidence (module docstring)."""
         s = self._state.get(key)
         if (self.max_skip and key not in self._informed and key not in self._borrowed
                 and self._last is not None and self._last[0]):

@@ -1020,7 +1020,6 @@ class _Builder:
                     prev[mb] = self.layer(trace_index.get(layer, -1), layer, mb, prev[mb],
                                           prio=2 * i + mb)
                 ends.append([t for mb in prev for t in prev[mb]])
-            last_layer = [t for mb in prev for t in prev[mb]]
             for g in range(self.n_sim):
                 reqs = np.flatnonzero(self.req_gpu == g)
                 shards = self.n_gpus if self.tp else 1
@@ -1032,7 +1031,7 @@ class _Builder:
         self._shift()
         with stage("list_scheduling"):
             self.sched.run()
-        res = self._result(layers, last_layer, ends)
+        res = self._result(layers, ends)
         st.now_ns = self.t0 + res.makespan_ns
         st.steps += 1
         return res
@@ -1041,11 +1040,11 @@ class _Builder:
         # the step starts at device time t0: the start task lasts t0 (it holds every lane)
         self.sched.tasks[0].duration = self.t0
 
-    def _result(self, layers, last_layer, ends) -> StepResult:
+    def _result(self, layers, ends) -> StepResult:
         s, t0 = self.sched, self.t0
         makespan = s.makespan_ns - t0
-        layers_end = max(t.end_ns for t in last_layer) - t0
         layer_ends = [max(t.end_ns for t in ts) - t0 for ts in ends]
+        layers_end = layer_ends[-1]
         step_ns = (_scaled_layers_ns(self.full, layers, layer_ends, self.o.microbatches > 1)
                    + (makespan - layers_end))
         busy = {lane: sum(t.duration_ns for t in ts if t.name != "step_start")
