@@ -2,16 +2,16 @@
 model (sieve.system.step, ``_sampled_layers`` and ``_scaled_layers_ns``) against the same step
 on every layer, under two-batch overlap and in the sequential mode.
 
-The sample keeps the model's first and last layers and gives every layer class (token mixer,
-MoE or dense FFN) its share of the sample, at least one layer; each class's sampled layers
-stand for its layers in the model. Under two-batch overlap a step's span holds a pipeline
-fill (in the first layer) and drain (in the last) paid once, so the layers not simulated are
-added at their class's mean time between the first and last sampled layer; in the sequential
-mode each sampled layer's time is scaled by its class's layers over its samples. One measured step after
-one warm-up, seed 0, as in ``sieve run --paper``; throughput per GPU (tok/s), in brackets the
-same sampled step under the scaling sieve used before (the time to the last sampled layer
-times ``n_layers / K``, whatever the classes; ``_uniform_scaled_ns``), and per point the ratio
-of sieve-cp to the other method named.
+The sample keeps the model's first and last layers and gives every layer class (token mixer, MoE
+or dense FFN) its share of the sample, at least one layer; each class's sampled layers stand for
+its layers in the model. Under two-batch overlap a step's span holds a pipeline fill (in the
+first layer) and drain (in the last) paid once, so the layers not simulated are added at their
+class's mean time between the first and last sampled layer; in the sequential mode each sampled
+layer's time is scaled by its class's layers over its samples. One measured step after one
+warm-up, seed 0, as in ``sieve run --paper``; throughput per GPU (tok/s), in brackets the same
+sampled step under the scaling sieve used before (the time to the last sampled layer times
+``n_layers / K``, whatever the classes; ``_uniform_scaled_ns``), and per point the ratio of
+sieve-cp to the other method named.
 
     python benchmarks/tbo_layer_sampling.py [--quick] [--sampled-only]   # ~30 min on 2 cores
 """
