@@ -139,8 +139,13 @@ def test_default_sample_size():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overlap,k,method,tol", [("none", 4, "sieve-cp", 0.02),
-                                                  ("tbo", 8, "duplex", 0.02)])
+@pytest.mark.parametrize("overlap,k,method,tol", [
+    ("none", 4, "sieve-cp", 0.02),
+    pytest.param("tbo", 8, "duplex", 0.02, marks=pytest.mark.xfail(
+        strict=True, reason="since the HBM lane is shared (2026-12-03) a two-batch-overlap "
+        "layer's time depends on its neighbour's class, which a sample of non-adjacent "
+        "layers breaks: -6.4 % here (docs/validation.md, 'Layer sampling against every "
+        "layer')"))])
 def test_sampled_step_against_every_layer(overlap, k, method, tol):
     """A two-class model (gpt-oss-20b: sliding and full attention) with long decode contexts
     (MATH-500), the default sample size of each mode against every layer. What is left is the

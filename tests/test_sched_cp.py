@@ -150,7 +150,9 @@ def test_filled_reading_count_by_count(observed, counts, seed):
     ref, steps = sieve_cp_reference(load, est)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
     table = est.table("tp")
-    assert np.allclose(table.filled(), table._filled_reference(), rtol=1e-12, atol=1e-9)
+    # the two sum the extrapolation in different orders: 1.5e-11 relative seen at count 187
+    # from observations at 193-194 (a slope times a long distance)
+    assert np.allclose(table.filled(), table._filled_reference(), rtol=1e-9, atol=1e-9)
     if observed and c.any():
         assert p.est_gain_ns == pytest.approx(cp_estimate(load, est, c > 0)
                                               - cp_estimate(load, est, p.on_pim), rel=1e-9,

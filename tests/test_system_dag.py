@@ -119,3 +119,121 @@ def test_schedule_invariants(spec):
     assert np.isclose(sum(t.duration_ns for t in path), s.makespan_ns)
     for lane in s.lanes:
         assert s.busy_ns(lane) <= s.makespan_ns + 1e-9
+
+
+# ---- shared lanes (processor sharing) ----------------------------------------------------------
+
+def test_sharers_split_the_lane_equally_and_a_late_one_slows_the_first():
+    s = Schedule(shared=("hbm",))
+    big = s.add(Task("big", ("hbm",), 10.0))
+    small = s.add(Task("small", ("hbm",), 2.0))
+    s.run()
+    # both at half rate: small's 2 take 4; big has 8 left at 4, alone from then on
+    assert (small.start_ns, small.end_ns, big.start_ns, big.end_ns) == (0.0, 4.0, 0.0, 12.0)
+    assert s.busy_ns("hbm") == 12.0 and s.makespan_ns == 12.0
+
+    s = Schedule(shared=("hbm",))
+    a = s.add(Task("a", ("hbm",), 10.0))
+    x = s.add(Task("x", ("gpu",), 3.0))
+    b = s.add(Task("b", ("hbm",), 2.0, deps=[x]))
+    after = s.add(Task("after", ("gpu",), 1.0, deps=[a]))
+    s.run()
+    # a alone for 3 (7 left), then both at half: b ends at 3 + 4, a at 7 + 5
+    assert b.start_ns == 3.0 and b.end_ns == 7.0 and a.end_ns == 12.0
+    assert after.start_ns == 12.0 and after.cause is a  # waits for the final end
+
+
+def test_a_callback_sees_the_shared_lane_as_projected_then():
+    s = Schedule(shared=lambda lane: lane.startswith("hbm"))
+    seen = {}
+    s.add(Task("stream", ("hbm0",), 10.0))
+    x = s.add(Task("x", ("gpu0",), 2.0))
+    s.add(Task("load", ("hbm0",), 1.0, deps=[x]))
+
+    def look(task, sched):
+        seen["free"] = sched.lane_free_ns("hbm0")
+        seen["placed"] = [t.name for t in sched.tasks if t.placed]
+
+    y = s.add(Task("y", ("gpu0",), 1.0, deps=[x]))
+    s.add(Task("decide", ("cpu",), 0.5, deps=[y], on_start=look))
+    s.run()
+    # at 3: stream has 10 - 2 - 0.5 = 7.5 left, load 0.5: the lane empties at 3 + 8
+    assert seen["free"] == 11.0
+    assert "load" in seen["placed"]
+
+
+def test_a_unary_holder_of_a_shared_lane_waits_for_it_to_empty_and_blocks_it():
+    s = Schedule(shared=("hbm",))
+    a = s.add(Task("a", ("hbm",), 4.0))
+    barrier = s.add(Task("barrier", ("hbm", "gpu"), 3.0, priority=5))
+    b = s.add(Task("b", ("hbm",), 2.0, priority=6))
+    s.run()
+    # once a runs, the barrier cannot start before the lane is empty, so b (a later priority)
+    # joins a first; they share it, then the barrier holds it alone
+    assert (a.end_ns, b.end_ns) == (6.0, 4.0)
+    assert barrier.start_ns == 6.0 and barrier.end_ns == 9.0 and barrier.cause is a
+    s = Schedule(shared=("hbm",))
+    first = s.add(Task("first", ("hbm", "gpu"), 3.0))
+    late = s.add(Task("late", ("hbm",), 1.0))
+    s.run()
+    assert first.start_ns == 0.0 and late.start_ns == 3.0 and late.end_ns == 4.0
+
+
+def test_shared_lane_equals_fifo_when_sharers_never_overlap():
+    def build(shared):
+        s = Schedule(shared=shared)
+        a = s.add(Task("a", ("hbm",), 4.0))
+        g = s.add(Task("g", ("gpu",), 5.0, deps=[a]))
+        b = s.add(Task("b", ("hbm",), 4.0, deps=[g]))
+        s.add(Task("h", ("gpu",), 1.0, deps=[b]))
+        s.run()
+        return [(t.start_ns, t.end_ns) for t in s.tasks]
+
+    assert build(("hbm",)) == build(())
+
+
+@st.composite
+def shared_graphs(draw):
+    n = draw(st.integers(1, 40))
+    tasks = []
+    for i in range(n):
+        own = draw(st.sampled_from([("hbm",), ("hbm",), ("gpu",), ("pim",), ("gpu", "hbm"),
+                                    ("gpu", "pim")]))
+        deps = draw(st.lists(st.integers(0, i - 1), max_size=3, unique=True)) if i else []
+        tasks.append((own, draw(st.floats(0, 100)), deps, draw(st.integers(0, 3))))
+    return tasks
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=shared_graphs())
+def test_shared_lane_schedule_invariants(spec):
+    s = Schedule(shared=("hbm",))
+    made = []
+    for lanes, dur, deps, prio in spec:
+        made.append(s.add(Task("t", lanes, dur, deps=[made[d] for d in deps], priority=prio)))
+    s.run()
+    sharers = [t for t in made if t.lanes == ("hbm",)]
+    for t in made:
+        assert t.done and t.end_ns >= t.start_ns
+        assert all(t.start_ns >= d.end_ns for d in t.deps)
+        assert t.start_ns == (0.0 if t.cause is None else t.cause.end_ns)
+        assert t.duration_ns >= t.work_ns * (1 - 1e-9) - 1e-9  # a share is never above 1
+    for lane in ("gpu", "pim"):
+        ts = s.lanes.get(lane, [])
+        for a, b in zip(ts, ts[1:]):
+            assert b.start_ns >= a.end_ns - 1e-9  # unary lanes run one task at a time
+    holders = [t for t in made if "hbm" in t.lanes and len(t.lanes) > 1]
+    for h in holders:  # no sharer runs while a unary holder holds the lane
+        for t in sharers:
+            assert t.end_ns <= h.start_ns + 1e-9 or t.start_ns >= h.end_ns - 1e-9
+    # processor sharing is work-conserving: the lane is busy exactly as long as the sharers'
+    # work, and at every sharer's end the work done since the lane last became busy adds up
+    ev = sorted({t.start_ns for t in sharers} | {t.end_ns for t in sharers})
+    busy = 0.0
+    for lo, hi in zip(ev, ev[1:]):
+        if any(t.start_ns <= lo and t.end_ns >= hi and t.work_ns > 0 for t in sharers):
+            busy += hi - lo
+    assert np.isclose(busy, sum(t.work_ns for t in sharers), rtol=1e-9, atol=1e-6)
+    path = s.critical_path()
+    assert np.isclose(sum(t.duration_ns for t in path), s.makespan_ns)
+    assert s.busy_ns("hbm") <= s.makespan_ns + 1e-6

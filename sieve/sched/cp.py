@@ -13,7 +13,9 @@ table for PIM - and replaces ``T_total`` by the end of the layer's expert phase 
 dependency graph, from when each resource is free (:class:`~sieve.sched.partition.LayerTiming`,
 filled by the step simulator from its schedule at the decision):
 
-* GPU experts: their grouped GEMM streams its weights once the HBM lane is free,
+* GPU experts: their grouped GEMM streams its weights after the HBM lane's backlog (on the
+  step's shared lane the stream runs beside it and ends when both are done, unless a backlog
+  load outlasts it),
   ``E_G = max(h + k0 + comb(bytes(G) / bw, FLOPs(pad(G)) / peak), max(g, d) + k0 +
   act_bytes(G) / bw)``: the weights (``h``: HBM free), and the kernels' fixed time and the
   activations of tokens that arrive with the dispatch (``d``) on a free compute lane (``g``,
@@ -42,14 +44,15 @@ compute lane). GPU experts then count as the delay they put on the other micro-b
 on a busy compute lane. With the period fields 0 (no overlap) ``J = T``.
 
 The lane bounds assume the lanes' work interleaves freely; one dependency breaks that often
-enough to price it: when the other micro-batch's next attention still has GPU kernels to run
-and one of them loads weights, that kernel queues on the HBM lane behind this split's GPU
-experts, and the PIM idles from the end of this split's PIM experts until the attention can
-start. The step gives when that attention could start without this split's work
-(``other_attn_ready_ns``: its kernels before the first weight load, from a free compute lane)
-and the rest of its kernels (``other_attn_blocked_ns``), and the scan adds ``P_pim +
-max(T_PIM(S), R - max(p, d))`` with ``R = max(ready, E_G or h) + blocked`` (``h`` without
-GPU experts). ``R`` never decreases along the scan and ``T_PIM`` never increases, so the
+enough to price it: when the other micro-batch's next attention still has GPU kernels to run,
+the PIM idles from the end of this split's PIM experts until the attention can start. The step
+gives when that attention could start (``other_attn_ready_ns``: its kernels' compute from a
+free compute lane; their weight loads share the HBM lane with this split's stream) and, for an
+HBM lane that serves loads first come first served, the kernels from the first weight load on
+that would wait for this split's whole stream (``other_attn_blocked_ns``; the step's lane is
+shared and leaves it None), and the scan adds ``P_pim + max(T_PIM(S), R - max(p, d))`` with
+``R = max(ready, E_G or h) + blocked`` (``h`` without GPU experts), ``R = ready`` without
+``blocked``. ``R`` never decreases along the scan and ``T_PIM`` never increases, so the
 estimate stays quasi-convex.
 
 ``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along

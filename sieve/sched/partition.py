@@ -47,12 +47,14 @@ class LayerTiming:
         pim_period_ns: the PIM units' work of both, likewise (attention, the other's PIM
             experts once run).
         other_attn_ready_ns: two-batch overlap: when the other micro-batch's next attention
-            could start on PIM if nothing of this split delayed it (its remaining GPU kernels
-            before the first that needs the HBM lane, from a free compute lane); None when
-            only its own kernels do not stand before it (placed, or it waits for a decision,
-            an expert phase or a collective).
-        other_attn_blocked_ns: the rest of those kernels, from the first that needs the HBM
-            lane on: they queue behind this micro-batch's GPU experts (None: none needs it).
+            could start on PIM if nothing of this split delayed it; None when not only its
+            own kernels stand before it (placed, or it waits for a decision, an expert phase
+            or a collective). The step gives its remaining GPU kernels' compute from a free
+            compute lane (their weight loads share the HBM lane and are left out: a lower
+            bound).
+        other_attn_blocked_ns: kernels of that chain that wait for this micro-batch's whole
+            GPU expert stream, as on a first-come-first-served HBM lane (None: none do; the
+            step's HBM lane is shared, so it never sets it).
     """
 
     hbm_ready_ns: float = 0.0

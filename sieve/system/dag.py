@@ -1,12 +1,29 @@
-"""Tasks with dependencies, list-scheduled on unary resources (lanes), earliest start first.
+"""Tasks with dependencies, list-scheduled on lanes, earliest start first.
 
 A step of the simulated system is a dependency graph of tasks. Each task holds one or more
-*lanes* for its whole duration (a GPU's compute, its HBM bandwidth, its PIM units, its link
-port; a collective holds the link lanes of every GPU it spans) and may start only when every
-predecessor has ended and every lane it needs is free. :class:`Schedule` builds a non-delay
-schedule: it repeatedly starts, among the tasks whose predecessors are all placed, the one that
-can start earliest (ties: the lower priority number, then the lower task id), at that time. A
-lane runs one task at a time, in start order; nothing is ever moved once placed.
+*lanes* (a GPU's compute, its HBM bandwidth, its PIM units, its link port; a collective holds
+the link lanes of every GPU it spans) and may start only when every predecessor has ended.
+:class:`Schedule` builds a non-delay schedule: it repeatedly starts, among the tasks whose
+predecessors have all ended, the one that can start earliest (ties: the lower priority number,
+then the lower task id), at that time. A placed task's start never moves.
+
+A lane is one of two kinds:
+
+* **unary** (the default): it runs one task at a time, in start order; a task waits until
+  every unary lane it holds is free, and holds it for its whole duration.
+* **shared** (named by ``Schedule(shared=...)``; a GPU's HBM bandwidth): the tasks on it run
+  side by side and divide it equally (processor sharing, the fluid model of a bandwidth that
+  concurrent streams split). A task whose only lane is a shared one (a *sharer*) starts as
+  soon as its predecessors have ended; its duration is its *work*, the time it takes alone,
+  and it ends when that work is done at the rate it got: ``1/n`` of the lane while ``n``
+  sharers run. Its ``end_ns`` while it runs is the projection with no further arrivals
+  (arrivals only delay it) and is final once it has ended; successors wait for that. A task
+  that holds a shared lane together with other lanes holds all of them unary: it waits until
+  the shared lane is empty and no sharer joins before it ends (the step's start task).
+
+Events are taken in time order: a sharer's end is settled before any task that would start
+after it is placed, so what a callback sees (:meth:`Schedule.lane_free_ns`, placed tasks'
+``end_ns``) is what the schedule knows at that time.
 
 Two kinds of task need more than a fixed duration, and both are callbacks run when the task is
 placed, with its start time:
@@ -20,7 +37,8 @@ placed, with its start time:
 
 Every placed task records the predecessor (task or lane) that set its start, so the critical
 path is the chain of those back from the last task to end; its durations sum to the makespan
-because a non-delay schedule never leaves a task waiting once it can start.
+because a non-delay schedule never leaves a task waiting once it can start (a sharer's
+duration there is the time it took, its own work plus what it waited for its share).
 
 Times are nanoseconds. This module knows nothing about GPUs or PIM.
 """
@@ -66,9 +84,17 @@ class Task:
     start_ns: float = -1.0
     end_ns: float = -1.0
     cause: Task | None = None  # the predecessor or lane-previous task that set the start
+    done: bool = False  # ended: end_ns is final (a running sharer's end_ns is a projection)
+    work_ns: float = 0.0  # a sharer's time alone on its lane; for others their duration
+    _rem: float = 0.0  # a running sharer's work left, ns at the whole lane's rate
+
+    def __repr__(self) -> str:  # short: the generated one would walk the whole graph
+        return (f"Task({self.name!r}, id={self.id}, lanes={self.lanes}, "
+                f"start_ns={self.start_ns}, end_ns={self.end_ns})")
 
     @property
     def placed(self) -> bool:
+        """Started (its start is final; its end too unless it is a running sharer)."""
         return self.end_ns >= 0.0
 
     @property
@@ -77,15 +103,26 @@ class Task:
 
 
 class Schedule:
-    """An incremental non-delay list schedule (module docstring)."""
+    """An incremental non-delay list schedule (module docstring).
 
-    def __init__(self) -> None:
+    Args:
+        shared: lane names, or a predicate on a lane name, of the shared lanes (processor
+            sharing); every other lane is unary.
+    """
+
+    def __init__(self, shared: Callable[[str], bool] | Sequence[str] = ()) -> None:
         self.tasks: list[Task] = []
         self._ready: set[Task] = set()
         self._n_waiting = 0
         self._lane_free: dict[str, float] = {}
         self._lane_last: dict[str, Task] = {}
         self.lanes: dict[str, list[Task]] = {}
+        if callable(shared):
+            self._is_shared = shared
+        else:
+            names = frozenset(shared)
+            self._is_shared = names.__contains__
+        self._sharing: dict[str, _Lane] = {}  # shared lanes by name, made on first use
 
     # ---- building ------------------------------------------------------------------------------
     def add(self, task: Task) -> Task:
@@ -106,7 +143,7 @@ class Schedule:
 
     def _link(self, task: Task, deps: Sequence[Task]) -> None:
         for d in deps:
-            if not d.placed:
+            if not d.done:
                 task._left += 1
                 d._succ.append(task)
         if task._left == 0 and not task.pending:
@@ -125,25 +162,43 @@ class Schedule:
         self._link(task, deps)
 
     # ---- placing -------------------------------------------------------------------------------
+    def _shared_lane(self, lane: str) -> _Lane | None:
+        sh = self._sharing.get(lane)
+        if sh is None and self._is_shared(lane):
+            sh = self._sharing[lane] = _Lane()
+        return sh
+
+    def _sharer(self, t: Task) -> _Lane | None:
+        """The shared lane a sharer runs on; None for a task that holds its lanes unary."""
+        return self._shared_lane(t.lanes[0]) if len(t.lanes) == 1 else None
+
     def _earliest(self, t: Task) -> tuple[float, Task | None]:
         start, cause = 0.0, None
         for d in t.deps:
             if d.end_ns > start:
                 start, cause = d.end_ns, d
+        sh = self._sharer(t)
+        if sh is not None:  # it joins the lane's sharers, not before the lane's clock
+            if sh.clock > start:
+                start, cause = sh.clock, self._lane_last.get(t.lanes[0])
+            return start, cause
         for lane in t.lanes:
-            free = self._lane_free.get(lane, 0.0)
+            sh = self._shared_lane(lane)
+            free = (self._lane_free.get(lane, 0.0) if sh is None else
+                    max(sh.clock, sh.empty_ns(), self._lane_free.get(lane, 0.0)))
             if free > start:
-                start, cause = free, self._lane_last[lane]
+                start, cause = free, self._lane_last.get(lane)
         return start, cause
 
     def run(self, until: Callable[[], bool] | None = None) -> None:
-        """Place every schedulable task (or stop when ``until()`` becomes true).
+        """Place every schedulable task and end every sharer (or stop when ``until()`` becomes
+        true).
 
         Raises:
             ConfigError: tasks remain that can never be placed (a cycle, or a pending task
                 nobody released).
         """
-        while self._n_waiting:
+        while self._n_waiting or any(sh.running for sh in self._sharing.values()):
             if until is not None and until():
                 return
             best = None
@@ -153,6 +208,16 @@ class Schedule:
                 key = (s, t.priority, t.id)
                 if best_key is None or key < best_key:
                     best, best_key, best_cause = t, key, cause
+            # the next sharer to end, if it ends no later than that start: settle it first
+            nxt, nxt_lane = None, None
+            for name, sh in self._sharing.items():
+                if sh.running:
+                    e = sh.next_end_ns()
+                    if nxt is None or e < nxt:
+                        nxt, nxt_lane = e, name
+            if nxt is not None and (best is None or nxt <= best_key[0]):
+                self._settle(nxt_lane, nxt)
+                continue
             if best is None:
                 left = [t for t in self.tasks if not t.placed]
                 names = ", ".join(sorted({t.name for t in left}))
@@ -169,21 +234,48 @@ class Schedule:
         if not dur >= 0:
             raise ConfigError(f"schedule: task {t.name!r} got a negative or NaN duration "
                               f"{dur!r}")
-        t.end_ns = start + float(dur)
+        t.work_ns = float(dur)
         for lane in t.lanes:
-            self._lane_free[lane] = t.end_ns
-            self._lane_last[lane] = t
             self.lanes.setdefault(lane, []).append(t)
+        sh = self._sharer(t)
+        if sh is not None and dur > 0:
+            sh.join(t, start)  # it ends when its share has done its work (_settle)
+        else:
+            t.end_ns = start + float(dur)
+            t.done = True
+            for lane in t.lanes:
+                self._lane_free[lane] = (t.end_ns if sh is None else
+                                         max(self._lane_free.get(lane, 0.0), t.end_ns))
+                self._lane_last[lane] = t
+                hold = self._shared_lane(lane) if sh is None else None
+                if hold is not None:  # held unary: no sharer joins before its end
+                    hold.clock = max(hold.clock, t.end_ns)
+            self._release_succ(t)
+        if t.on_start is not None:
+            t.on_start(t, self)
+
+    def _release_succ(self, t: Task) -> None:
         for s in t._succ:
             s._left -= 1
             if s._left == 0 and not s.pending:
                 self._ready.add(s)
-        if t.on_start is not None:
-            t.on_start(t, self)
+
+    def _settle(self, lane: str, at: float) -> None:
+        """End the sharers of ``lane`` that finish at ``at`` (its next end)."""
+        for t in self._sharing[lane].settle(at):
+            t.done = True
+            self._lane_free[lane] = max(self._lane_free.get(lane, 0.0), t.end_ns)
+            self._lane_last[lane] = t
+            self._release_succ(t)
 
     def lane_free_ns(self, lane: str) -> float:
-        """When ``lane`` is free of every task placed so far (0 if it never held one)."""
-        return self._lane_free.get(lane, 0.0)
+        """When ``lane`` is free of every task placed so far (0 if it never held one); for a
+        shared lane, when its running sharers would all have ended with no new arrival."""
+        free = self._lane_free.get(lane, 0.0)
+        sh = self._sharing.get(lane)
+        if sh is not None and sh.running:
+            free = max(free, sh.empty_ns())
+        return free
 
     # ---- results -------------------------------------------------------------------------------
     @property
@@ -191,8 +283,10 @@ class Schedule:
         return max((t.end_ns for t in self.tasks if t.placed), default=0.0)
 
     def busy_ns(self, lane: str) -> float:
-        """Time the lane is held."""
-        return sum(t.duration_ns for t in self.lanes.get(lane, ()))
+        """Time the lane is held (a shared lane: the work of its sharers, which is the time it
+        had at least one, as they split its whole rate)."""
+        return sum(t.work_ns if (t.done and len(t.lanes) == 1 and lane in self._sharing)
+                   else t.duration_ns for t in self.lanes.get(lane, ()))
 
     def critical_path(self) -> list[Task]:
         """The chain of start-setting predecessors back from the last task to end, in time
@@ -206,3 +300,60 @@ class Schedule:
             path.append(t)
             t = t.cause
         return path[::-1]
+
+
+class _Lane:
+    """A shared lane's running sharers, each at ``1/n`` of its rate (processor sharing).
+
+    ``clock`` is the time up to which their progress is accounted (and before which no sharer
+    joins); a sharer's ``_rem`` is its work left at the lane's whole rate.
+    """
+
+    __slots__ = ("clock", "running")
+
+    def __init__(self) -> None:
+        self.clock = 0.0
+        self.running: list[Task] = []
+
+    def _advance(self, to: float) -> None:
+        if self.running and to > self.clock:
+            step = (to - self.clock) / len(self.running)
+            for t in self.running:
+                t._rem = max(t._rem - step, 0.0)
+        self.clock = max(self.clock, to)
+
+    def _project(self) -> None:
+        """Each running sharer's end with no further arrival: in order of work left, the k-th
+        (of n) ends after the work of those before it plus (n - k + 1) times its own left."""
+        order = sorted(self.running, key=lambda t: (t._rem, t.id))
+        n, acc = len(order), 0.0
+        for k, t in enumerate(order):
+            t.end_ns = self.clock + acc + (n - k) * t._rem
+            acc += t._rem
+
+    def join(self, t: Task, at: float) -> None:
+        self._advance(at)
+        t._rem = t.work_ns
+        self.running.append(t)
+        self._project()
+
+    def next_end_ns(self) -> float:
+        return self.clock + len(self.running) * min(t._rem for t in self.running)
+
+    def empty_ns(self) -> float:
+        return self.clock + sum(t._rem for t in self.running)
+
+    def settle(self, at: float) -> list[Task]:
+        """Advance to ``at`` (the next end) and take out the sharers that end there."""
+        first = min(self.running, key=lambda t: (t._rem, t.id))
+        tol = 1e-9 * max(first.work_ns, 1.0)
+        self._advance(at)
+        first._rem = 0.0
+        ended = [t for t in self.running if t._rem <= tol]
+        for t in ended:
+            t.end_ns = at
+            t._rem = 0.0
+        gone = {t.id for t in ended}
+        self.running = [t for t in self.running if t.id not in gone]
+        self._project()
+        return ended

@@ -492,7 +492,7 @@ class _Builder:
         self.tp = self.o.parallel == "tp"
         self.n_gpus = self.sys.n_gpus
         self.n_sim = 1 if self.tp else self.n_gpus
-        self.sched = Schedule()
+        self.sched = Schedule(shared=_hbm_lane)
         self.t0 = state.now_ns
         self.parts: list[dict] = []
         self.channels: list[dict] = []
@@ -900,9 +900,10 @@ class _Builder:
     def _other_attention(self, task: Task, g: int, other: int) -> dict[str, float]:
         """Two-batch overlap: the other micro-batch's next attention on PIM, when only its own
         GPU kernels stand before it (:class:`~sieve.sched.partition.LayerTiming`'s
-        ``other_attn_*`` fields): the kernels' time up to the first that needs the HBM lane
-        (they run beside this micro-batch's expert weight stream) and from it on (they queue
-        behind this micro-batch's GPU experts). Nothing when the attention is placed, or
+        ``other_attn_ready_ns``): the kernels' compute from a free compute lane, a lower
+        bound (their weight loads share the HBM lane with this micro-batch's expert stream;
+        none waits for the whole stream, so ``other_attn_blocked_ns`` stays None). Nothing
+        when the attention is placed, or
         when a decision, an expert phase, a collective or PIM work is still before it (the
         other micro-batch is behind: its attention is not what the PIM waits for next)."""
         if not self.pim_mode:
@@ -933,17 +934,12 @@ class _Builder:
                 stack.append((d, 0))
             elif t is not tasks[i]:
                 chain.append(t)
-        before = after = 0.0
-        blocked = False
-        for t in chain:
-            blocked = blocked or t.lanes[0].startswith("hbm")
-            if blocked:
-                after += float(t.duration)
-            else:
-                before += float(t.duration)
         free = max(self.sched.lane_free_ns(f"gpu{g}") - task.end_ns, 0.0)
-        return {"other_attn_ready_ns": free + before,
-                "other_attn_blocked_ns": after if blocked else None}
+        # their compute runs one after another once the compute lane is free; their weight
+        # loads share the HBM lane (beside this split's stream, none waits for all of it) and
+        # may overlap the compute lane's backlog, so they are left out: a lower bound
+        return {"other_attn_ready_ns": free + sum(float(t.duration) for t in chain
+                                                  if not t.lanes[0].startswith("hbm"))}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
@@ -1047,7 +1043,8 @@ class _Builder:
         layers_end = layer_ends[-1]
         step_ns = (_scaled_layers_ns(self.full, layers, layer_ends, self.o.microbatches > 1)
                    + (makespan - layers_end))
-        busy = {lane: sum(t.duration_ns for t in ts if t.name != "step_start")
+        first = s.tasks[0]  # step_start holds every lane for the clock's t0
+        busy = {lane: s.busy_ns(lane) - (first.duration_ns if ts and ts[0] is first else 0.0)
                 for lane, ts in s.lanes.items()}
         tasks = [{"name": t.name, **t.info, "start_ns": t.start_ns, "end_ns": t.end_ns}
                  for t in s.tasks if t.placed and t.name != "step_start"]
@@ -1095,3 +1092,8 @@ def simulate_step(state: SystemState, batch: StepBatch) -> StepResult:
                                   batch.expert_ids.max() >= state.model.n_experts):
         raise ConfigError(f"step: expert ids must lie in [0, {state.model.n_experts})")
     return _Builder(state, batch).run()
+
+
+def _hbm_lane(lane: str) -> bool:
+    """A GPU's HBM bandwidth is a shared lane: concurrent weight streams split it (dag)."""
+    return lane.startswith("hbm")
