@@ -56,8 +56,10 @@ def test_trace_events_are_valid_and_one_track_per_gpu_lane(folder):
              if e["ph"] == "M" and e["name"] == "thread_name"}
     gpus = sorted({r["gpu"] for r in rows if r["gpu"] >= 0})
     assert gpus == [0, 1, 2, 3]
-    # 2 steps x 4 GPUs, each with the four lanes
-    assert len(names) == 2 * 4 * len(LANE_TID)
+    # 2 steps x 4 GPUs, each with the four lanes (and further HBM tracks where loads overlap)
+    base = {k for k in names if k[1] in LANE_TID.values()}
+    assert len(base) == 2 * 4 * len(LANE_TID)
+    assert all(k[1] % 10 == LANE_TID["hbm"] for k in set(names) - base)
     x = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     n_links = sum(1 for r in rows if r["gpu"] < 0 and r["end_ns"] > r["start_ns"])
     n_local = sum(1 for r in rows if r["gpu"] >= 0 and r["kind"] in LANE_TID
@@ -113,3 +115,30 @@ def test_trace_events_from_rows_directly():
     x = {e["name"]: e for e in doc["traceEvents"] if e["ph"] == "X"}
     assert x["qkv"]["ts"] == 1.0 and x["qkv"]["dur"] == 2.5 and x["qkv"]["cat"] == "projections"
     assert x["qkv_load"]["cat"] == "weight loads" and x["qkv_load"]["tid"] == LANE_TID["hbm"]
+
+
+def test_overlapping_loads_on_the_shared_hbm_lane_get_tracks_that_never_overlap():
+    def row(name, kind, s, e):
+        return {"model": "m", "method": "sieve", "batch": 2, "step": 0, "name": name,
+                "kind": kind, "gpu": 0, "layer": 0, "mb": 0, "start_ns": s, "end_ns": e}
+
+    rows = [row("experts_gpu_load", "hbm", 0.0, 200e3), row("qkv_load", "hbm", 50e3, 57.2e3),
+            row("norm_load", "hbm", 55e3, 60e3), row("o_load", "hbm", 58e3, 59e3),
+            row("qkv", "gpu", 57.2e3, 60e3)]
+    doc = trace_events(rows)
+    _validate(doc)
+    x = {e["name"]: e for e in doc["traceEvents"] if e["ph"] == "X"}
+    h = LANE_TID["hbm"]
+    assert [x[n]["tid"] for n in ("experts_gpu_load", "qkv_load", "norm_load", "o_load")] == \
+        [h, 10 + h, 20 + h, 10 + h]  # o_load reuses the track qkv_load left
+    assert x["qkv"]["tid"] == LANE_TID["gpu"]
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names[10 + h] == "HBM (weights) 2" and names[20 + h] == "HBM (weights) 3"
+    by_tid: dict[int, list] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            by_tid.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_tid.values():
+        spans.sort()
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))

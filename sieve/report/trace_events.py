@@ -6,7 +6,10 @@ chrome://tracing open): ``{"traceEvents": [...], "displayTimeUnit": "ns"}``. Eve
 as the format defines them) on one track per GPU lane: a process per GPU of a recorded step
 (``pid``), a thread per lane (``tid``: link, GPU compute, HBM, PIM), named by metadata events
 (``"ph": "M"``: ``process_name``, ``thread_name``, ``thread_sort_index``). A collective holds
-every GPU's link, so it appears on every GPU's link track. ``cat`` is the task's kind group
+every GPU's link, so it appears on every GPU's link track. The HBM lane is shared (concurrent
+weight loads split it, docs/system.md §1), and a track must not hold overlapping slices, so a
+load that starts before the one on its track has ended goes to the lane's next track
+(``tid`` ``10 k + lane's``, named "HBM (weights) k+1"), the first with room. ``cat`` is the task's kind group
 (:data:`sieve.report.figures.TASK_GROUP`); ``args`` carry layer and micro-batch.
 
 Built from the table rows only (like the figures); nothing is simulated here.
@@ -51,17 +54,29 @@ def trace_events(rows: Sequence[dict]) -> dict:
                                "args": {"name": _LANE_NAME[lane]}})
                 events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                                "args": {"sort_index": tid}})
-    for r in rows:
-        if r["kind"] not in LANE_TID or r["end_ns"] <= r["start_ns"]:
-            continue
+    ends: dict[tuple, list[float]] = {}  # (pid, lane) -> each track's last end (ns)
+    keep = [r for r in rows if r["kind"] in LANE_TID and r["end_ns"] > r["start_ns"]]
+    for r in sorted(keep, key=lambda r: (r["start_ns"], r["end_ns"])):
         key = (r["model"], r["method"], r["batch"], r.get("step", 0))
         i = sets[key]
         on = gpus[key] if r["gpu"] < 0 else [r["gpu"]]  # a collective: every GPU's link
         for g in on:
+            pid, lane = i * 1000 + g, r["kind"]
+            tracks = ends.setdefault((pid, lane), [])
+            k = next((j for j, e in enumerate(tracks) if e <= r["start_ns"]), len(tracks))
+            if k == len(tracks):
+                tracks.append(0.0)
+                if k:  # a further track of this lane
+                    tid = 10 * k + LANE_TID[lane]
+                    events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                                   "args": {"name": f"{_LANE_NAME[lane]} {k + 1}"}})
+                    events.append({"ph": "M", "name": "thread_sort_index", "pid": pid,
+                                   "tid": tid, "args": {"sort_index": tid}})
+            tracks[k] = r["end_ns"]
             events.append({
                 "name": r["name"], "cat": task_group(r["name"]), "ph": "X",
                 "ts": r["start_ns"] / 1e3, "dur": (r["end_ns"] - r["start_ns"]) / 1e3,
-                "pid": i * 1000 + g, "tid": LANE_TID[r["kind"]],
+                "pid": pid, "tid": 10 * k + LANE_TID[lane],
                 "args": {"layer": r["layer"], "microbatch": r["mb"]}})
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"source": "sieve timeline.csv", "time_unit_of_ts_dur": "us"}}
