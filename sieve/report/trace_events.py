@@ -9,8 +9,9 @@ as the format defines them) on one track per GPU lane: a process per GPU of a re
 every GPU's link, so it appears on every GPU's link track. The HBM lane is shared (concurrent
 weight loads split it, docs/system.md §1), and a track must not hold overlapping slices, so a
 load that starts before the one on its track has ended goes to the lane's next track
-(``tid`` ``10 k + lane's``, named "HBM (weights) k+1"), the first with room. ``cat`` is the task's kind group
-(:data:`sieve.report.figures.TASK_GROUP`); ``args`` carry layer and micro-batch.
+(``tid`` ``10 k + lane's``, named "HBM (weights) k+1"), the first with room. ``cat`` is the
+task's kind group (:data:`sieve.report.figures.TASK_GROUP`); ``args`` carry layer and
+micro-batch.
 
 Built from the table rows only (like the figures); nothing is simulated here.
 """
