@@ -123,6 +123,7 @@ class Schedule:
             names = frozenset(shared)
             self._is_shared = names.__contains__
         self._sharing: dict[str, _Lane] = {}  # shared lanes by name, made on first use
+        self._kind: dict[str, _Lane | None] = {}  # every lane seen: its _Lane, None if unary
 
     # ---- building ------------------------------------------------------------------------------
     def add(self, task: Task) -> Task:
@@ -163,10 +164,13 @@ class Schedule:
 
     # ---- placing -------------------------------------------------------------------------------
     def _shared_lane(self, lane: str) -> _Lane | None:
-        sh = self._sharing.get(lane)
-        if sh is None and self._is_shared(lane):
-            sh = self._sharing[lane] = _Lane()
-        return sh
+        try:
+            return self._kind[lane]
+        except KeyError:  # first sight of this lane: ask the predicate once
+            sh = self._kind[lane] = _Lane() if self._is_shared(lane) else None
+            if sh is not None:
+                self._sharing[lane] = sh
+            return sh
 
     def _sharer(self, t: Task) -> _Lane | None:
         """The shared lane a sharer runs on; None for a task that holds its lanes unary."""
