@@ -188,8 +188,9 @@ class Schedule:
             return start, cause
         for lane in t.lanes:
             sh = self._shared_lane(lane)
-            free = (self._lane_free.get(lane, 0.0) if sh is None else
-                    max(sh.clock, sh.empty_ns(), self._lane_free.get(lane, 0.0)))
+            free = self._lane_free.get(lane, 0.0)
+            if sh is not None:  # held unary: once its sharers have all ended
+                free = max(free, sh.empty_ns())
             if free > start:
                 start, cause = free, self._lane_last.get(lane)
         return start, cause

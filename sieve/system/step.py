@@ -903,9 +903,9 @@ class _Builder:
         ``other_attn_ready_ns``): the kernels' compute from a free compute lane, a lower
         bound (their weight loads share the HBM lane with this micro-batch's expert stream;
         none waits for the whole stream, so ``other_attn_blocked_ns`` stays None). Nothing
-        when the attention is placed, or
-        when a decision, an expert phase, a collective or PIM work is still before it (the
-        other micro-batch is behind: its attention is not what the PIM waits for next)."""
+        when the attention is placed, or when a decision, an expert phase, a collective or PIM
+        work is still before it (the other micro-batch is behind: its attention is not what
+        the PIM waits for next)."""
         if not self.pim_mode:
             return {}
         key = (g, other)
@@ -939,7 +939,7 @@ class _Builder:
         # loads share the HBM lane (beside this split's stream, none waits for all of it) and
         # may overlap the compute lane's backlog, so they are left out: a lower bound
         return {"other_attn_ready_ns": free + sum(float(t.duration) for t in chain
-                                                  if not t.lanes[0].startswith("hbm"))}
+                                                  if not _hbm_lane(t.lanes[0]))}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
