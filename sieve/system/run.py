@@ -266,7 +266,8 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
         # route only the MoE layers the steps simulate (the same routes as routing all)
         moe = set(model.moe_layer_ids)
         routed = None if opts.layers is None else (
-            [x for x in _sampled_layers(model, opts.layers) if x in moe] or None)
+            [x for x in _sampled_layers(model, opts.layers, neighbours=opts.microbatches > 1)
+             if x in moe] or None)
     measured: list[StepResult] = []
     contexts, prefills, processed, requests = [], [], [], []
     for s in range(cfg.warmup + cfg.steps):

@@ -30,12 +30,14 @@ ended by then (a scheduler never sees the future).
 Layer sampling (``StepOptions.layers = K``): only about ``K`` layers are simulated, back to
 back: the first and the last, and every layer class (token mixer; routed MoE or dense FFN) in
 its share, at least one each (:func:`_sampled_layers`; among the layers the routing covers, for
-an imported trace of some layers only). Each sampled layer
-stands for its class's layers of the model (:func:`_scaled_layers_ns`): in the sequential mode
-its time is scaled by its class's layers over its samples; with two micro-batches, pipelined
-over the layers, the span to the last sampled layer (which holds the pipeline fill and drain
-once) is kept and every layer not simulated is added at its class's mean time between the
-first and the last sampled layer. The LM head is added unscaled. ``layers=None`` simulates
+an imported trace of some layers only). With two micro-batches a layer of one runs beside the
+next or previous layer of the other, so the sample also keeps each sampled layer's neighbours'
+classes (gpt-oss: sliding, full, sliding, ...). Each sampled layer stands for the model's
+layers like it (:func:`_scaled_layers_ns`): in the sequential mode its time is scaled by its
+class's layers over its samples; with two micro-batches, pipelined over the layers, the span to
+the last sampled layer (which holds the pipeline fill and drain once) is kept and every layer
+not simulated is added at the mean time of the sampled layers between the first and the last
+with its class and neighbours' classes. The LM head is added unscaled. ``layers=None`` simulates
 every layer (exact). Results record which.
 
 Tensor parallelism (``parallel="tp"``): every GPU runs all tokens with ``1/n`` of the heads and of
@@ -363,6 +365,14 @@ def _layer_class(model, i: int) -> tuple[str, bool]:
     return model.layer_types[i], i in model.moe_layer_ids
 
 
+def _layer_context(model, i: int) -> tuple:
+    """A layer's class and its neighbours' (None past either end): what a layer of one
+    micro-batch costs like when it shares the GPU and the HBM with the other's."""
+    n = model.n_layers
+    return (_layer_class(model, i - 1) if i > 0 else None, _layer_class(model, i),
+            _layer_class(model, i + 1) if i + 1 < n else None)
+
+
 def _sample_quota(model, cand: Sequence[int], k: int, must: set) -> dict[tuple, int]:
     """How many of ``k`` layers among ``cand`` each layer class gets: its share, rounded by
     largest remainder (ties to the class met first), at least one for each class in ``must``
@@ -382,10 +392,21 @@ def _sample_quota(model, cand: Sequence[int], k: int, must: set) -> dict[tuple, 
     return quota
 
 
-def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
-                    ) -> list[int]:
+def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None,
+                    neighbours: bool = False) -> list[int]:
     """The layers a step simulates: all (``k`` None), or ``k`` spread evenly over the model;
     only among ``allowed`` (the layers a routing trace covers) if given.
+
+    ``neighbours`` (two micro-batches: a layer of one shares the GPU and the HBM with the
+    next or previous layer of the other, so a layer's time depends on its neighbours'
+    classes): the sample below if each two consecutive picks keep their neighbours
+    (:func:`_neighbours_kept`; always so in a model of one class), else the nearest sample
+    that does (:func:`_neighbour_sample`), which can be longer than ``k``: gpt-oss's
+    alternating sliding and full layers are sampled sliding, full, sliding, ... (an even
+    count), Qwen3.5's three linear-attention layers and a full one in whole periods (8 for
+    any ``k <= 8``, so that a full layer lies between the first and the last), DeepSeek-V3's
+    three dense layers all, then its MoE layers. If the candidates have gaps no pick can
+    bridge, the sample below.
 
     A sample of ``k >= 2`` holds the first and the last candidate layer (a step's pipeline fill
     and drain happen there, :func:`_scaled_layers_ns`); every layer class
@@ -402,6 +423,14 @@ def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
         raise ConfigError(f"step: no layer of {model.name!r} can be simulated")
     if k is None or k >= len(cand):
         return cand
+    picks = _class_sample(model, cand, k)
+    if neighbours and not all(_neighbours_kept(model, x, y) for x, y in zip(picks, picks[1:])):
+        return _neighbour_sample(model, cand, k) or picks
+    return picks
+
+
+def _class_sample(model, cand: list[int], k: int) -> list[int]:
+    """:func:`_sampled_layers` without ``neighbours``, ``1 <= k < len(cand)``."""
     fixed = [cand[0]] if k == 1 else [cand[0], cand[-1]]
     inner = cand[1:-1] if k >= 2 else cand[1:]
     classes = list(dict.fromkeys(_layer_class(model, i) for i in inner))
@@ -440,6 +469,67 @@ def _sampled_layers(model, k: int | None, allowed: Sequence[int] | None = None
             picks = [x for x in picks if x != i]
 
 
+def _neighbours_kept(model, x: int, y: int) -> bool:
+    """Whether sampled layer ``y`` may follow sampled layer ``x`` (``x < y``) under two
+    micro-batches: ``y`` stands where ``x + 1`` would, so the layers around it (``y - 1``,
+    ``y``, ``y + 1``) have the classes of those around ``x + 1`` (``x``, ``x + 1``,
+    ``x + 2``), where both exist. Then ``y`` meets a layer of the class ``x`` meets next in
+    the model and ``x`` one of the class ``y`` meets before, and a periodic pattern of
+    classes is sampled in whole periods (gpt-oss: sliding, full, sliding, ...; Qwen3.5:
+    three linear-attention layers, then a full one)."""
+    n = model.n_layers
+    return all(_layer_class(model, x + 1 + t) == _layer_class(model, y + t)
+               for t in (-1, 0, 1) if x + 1 + t < n and y + t < n)
+
+
+def _neighbour_sample(model, cand: Sequence[int], k: int) -> list[int] | None:
+    """The ``m >= k`` layers of ``cand`` nearest (sum of ``|pick - target|``, targets spread
+    evenly as in :func:`_sampled_layers`) to an even spread, holding the first and the last,
+    every class and, where ``m`` leaves room, between the first and the last every class and
+    every context (:func:`_layer_context`) that the layers between have in the model (a
+    layer's time is taken from there, :func:`_scaled_layers_ns`), where every two
+    consecutive picks keep their neighbours
+    (:func:`_neighbours_kept`); the smallest such ``m``; None if none (``cand`` with gaps that
+    no pick can bridge). A dynamic programme over (pick, layer): ``m * len(cand)**2``."""
+    n = len(cand)
+    cl = [_layer_class(model, i) for i in cand]
+    # _neighbours_kept for every pair, on class codes
+    codes = {c: j for j, c in enumerate(dict.fromkeys(
+        _layer_class(model, i) for i in range(model.n_layers)))}
+    code = np.array([codes[_layer_class(model, i)] for i in range(model.n_layers)] + [-1])
+    x, y = np.asarray(cand)[:, None], np.asarray(cand)[None, :]
+    ok = (x < y) & ((y == x + 1) | np.logical_and.reduce([
+        (code[np.minimum(x + 1 + t, model.n_layers)] == code[np.minimum(y + t, model.n_layers)])
+        | (x + 1 + t >= model.n_layers) | (y + t >= model.n_layers) for t in (-1, 0, 1)]))
+    step = np.where(ok, 0.0, np.inf)
+    classes = {_layer_class(model, i) for i in cand[1:-1]}
+    contexts = {_layer_context(model, i) for i in cand[1:-1]}
+    idx = np.arange(n, dtype=float)
+    for m in range(max(k, 2), n + 1):
+        target = np.linspace(0, n - 1, m)
+        cost = np.full(n, np.inf)
+        cost[0] = 0.0
+        back = []
+        for j in range(1, m):
+            tot = cost[:, None] + step  # from pick a to pick b
+            arg = np.argmin(tot, axis=0)  # ties: the earliest a
+            cost = tot[arg, np.arange(n)] + np.abs(idx - target[j])
+            back.append(arg)
+        if not np.isfinite(cost[n - 1]):
+            continue
+        picks = [n - 1]
+        for arg in reversed(back):
+            picks.append(int(arg[picks[-1]]))
+        picks.reverse()
+        inner = [cand[a] for a in picks[1:-1]]
+        if ({cl[a] for a in picks} == set(cl)
+                and (m < 2 + len(classes) or {_layer_class(model, i) for i in inner} >= classes)
+                and (m < 2 + len(contexts) or {_layer_context(model, i) for i in inner}
+                     >= contexts)):
+            return [cand[a] for a in picks]
+    return None
+
+
 def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
                       periodic: bool) -> float:
     """The time of every layer of the model from a sample: ``ends[i]`` is when sampled layer
@@ -452,9 +542,12 @@ def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
 
     ``periodic`` (two micro-batches pipelined over the layers): the first sampled layer's time
     holds the micro-batches' pipeline fill and the last's the drain, paid once; the span to the
-    last sampled layer is kept, and every layer not simulated is added at the mean time of its
-    class's sampled layers between the first and the last (if the class has none there: its
-    last or first sampled layer's; a class not sampled: the mean of the layers between)."""
+    last sampled layer is kept, and every layer not simulated is added at the mean time of the
+    sampled layers between the first and the last with its context (:func:`_layer_context`:
+    its class between its neighbours' classes, which a sample taken with ``neighbours`` keeps,
+    :func:`_sampled_layers`); if none has it, of its class's there; if none, its class's last
+    or first sampled layer's; a class not sampled: the mean of the layers between. In a model
+    of one class every layer between has the same context, and this is the class mean."""
     if len(layers) == model.n_layers:
         return float(ends[-1])
     dur = np.diff(np.concatenate([[0.0], np.asarray(ends, dtype=float)]))
@@ -469,12 +562,31 @@ def _scaled_layers_ns(model, layers: Sequence[int], ends: Sequence[float],
                          for d, c in zip(dur, cls)))
     inner = dur[1:-1]
     fallback = float(inner.mean()) if inner.size else float(dur[-1])
-    out = float(ends[-1]) + missing * fallback
-    for c in dict.fromkeys(cls):
-        per = [d for d, cc in zip(inner, cls[1:-1]) if cc == c]
-        if not per:  # only the first or last layer: its time, fill or drain in it
-            per = [dur[-1]] if cls[-1] == c else [dur[0]]
-        out += (total[c] - cls.count(c)) * float(np.mean(per))
+    by_context: dict[tuple, list[float]] = {}
+    by_class: dict[tuple, list[float]] = {}
+    for d, x in zip(inner, layers[1:-1]):
+        by_context.setdefault(_layer_context(model, x), []).append(float(d))
+        by_class.setdefault(_layer_class(model, x), []).append(float(d))
+    edge = {cls[-1]: [float(dur[-1])]}  # a class only first or last: its time, fill or drain
+    edge.setdefault(cls[0], [float(dur[0])])
+    groups: dict[tuple, list] = {}  # the layers not simulated, by the times standing for them
+    sampled = set(layers)
+    for i in range(model.n_layers):
+        if i in sampled:
+            continue
+        ctx, c = _layer_context(model, i), _layer_class(model, i)
+        if ctx in by_context:  # its class between the same neighbours' classes
+            key, per = ("context", ctx), by_context[ctx]
+        elif c in by_class:
+            key, per = ("class", c), by_class[c]
+        elif c in edge:
+            key, per = ("edge", c), edge[c]
+        else:  # a class not sampled
+            key, per = ("mean",), [fallback]
+        groups.setdefault(key, [0, per])[0] += 1
+    out = float(ends[-1])
+    for n_layers, per in groups.values():
+        out += n_layers * float(np.mean(per))
     return out
 
 
@@ -1002,9 +1114,10 @@ class _Builder:
                               "layers=K)")
         # the layers a step of the whole model would sample; a routing that lacks one of them
         # (an imported trace of some layers) samples among the layers it covers instead
-        layers = _sampled_layers(self.full, self.o.layers)
+        paired = self.o.microbatches > 1
+        layers = _sampled_layers(self.full, self.o.layers, neighbours=paired)
         if any(x in self._moe and x not in trace_index for x in layers):
-            layers = _sampled_layers(self.full, self.o.layers, covered)
+            layers = _sampled_layers(self.full, self.o.layers, covered, neighbours=paired)
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
