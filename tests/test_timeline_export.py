@@ -142,3 +142,45 @@ def test_overlapping_loads_on_the_shared_hbm_lane_get_tracks_that_never_overlap(
     for spans in by_tid.values():
         spans.sort()
         assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
+
+
+def test_timeline_figure_draws_overlapping_loads_on_rows_that_never_overlap():
+    """The PNG places tasks on tracks as timeline.json does: the overlapping loads of the
+    shared HBM lane get rows "HBM (weights) 2", "3"; no row holds overlapping bars."""
+    from sieve.report import figures
+
+    def row(name, kind, s, e):
+        return {"name": name, "kind": kind, "gpu": 0, "layer": 0, "mb": 0,
+                "start_ns": s, "end_ns": e}
+
+    rows = [row("experts_gpu_load", "hbm", 0.0, 200e3), row("qkv_load", "hbm", 50e3, 57.2e3),
+            row("norm_load", "hbm", 55e3, 60e3), row("o_load", "hbm", 58e3, 59e3),
+            row("qkv", "gpu", 57.2e3, 60e3), row("experts_pim", "pim", 0.0, 90e3)]
+    fig = figures.plot_timeline(rows)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["PIM", "HBM (weights) 3", "HBM (weights) 2", "HBM (weights)",
+                      "GPU compute", "link"]  # bottom up, a lane's first track on top
+    ticks = dict(zip(labels, ax.get_yticks()))
+    rows_of: dict[float, list] = {}
+    for coll in ax.collections:  # one BrokenBarHCollection per bar
+        for path in coll.get_paths():
+            v = path.vertices
+            y = (float(v[:, 1].min()) + float(v[:, 1].max())) / 2
+            rows_of.setdefault(round(y, 6), []).append(
+                (float(v[:, 0].min()), float(v[:, 0].max())))
+    assert sorted(rows_of) == sorted(ticks[lb] for lb in labels if lb != "link")
+    assert len(rows_of[ticks["HBM (weights)"]]) == 1  # the long expert load alone
+    assert len(rows_of[ticks["HBM (weights) 2"]]) == 2  # qkv_load, then o_load
+    for spans in rows_of.values():
+        spans.sort()
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
+    figures._mpl().close(fig)
+
+
+def test_lane_tracks_place_each_task_on_the_first_free_track():
+    from sieve.report.figures import LaneTracks
+
+    t = LaneTracks()
+    assert [t.place(s, e) for s, e in ((0, 10), (2, 4), (3, 5), (4, 6), (10, 12))] == [
+        (0, True), (1, True), (2, True), (1, False), (0, False)]

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from sieve.errors import ConfigError
 
-__all__ = ["GROUP_COLOR", "METHOD_STYLE", "TASK_GROUP", "figure_bytes", "plot_colocated",
-           "plot_pareto", "plot_pim_channels", "plot_timeline", "task_group"]
+__all__ = ["GROUP_COLOR", "LaneTracks", "METHOD_STYLE", "TASK_GROUP", "figure_bytes",
+           "plot_colocated", "plot_pareto", "plot_pim_channels", "plot_timeline", "task_group"]
 
 #: Colour and marker of every method (the same in every figure): the Okabe-Ito colour-blind
 #: safe palette for the evaluated methods (each also has its own marker), greys and muted
@@ -311,26 +311,66 @@ def plot_colocated(rows: Sequence[dict], model: str | None = None, *, ax=None):
     return fig
 
 
+class LaneTracks:
+    """The tracks of one lane's tasks, placed in order of start: a task goes to the first track
+    whose last task has ended by its start, a new track if none has. A shared lane (the HBM
+    lane, whose concurrent weight loads split it, docs/system.md §1) holds overlapping tasks;
+    a drawing or a trace-event track must not."""
+
+    def __init__(self) -> None:
+        self.ends: list[float] = []  # each track's last end
+
+    def place(self, start: float, end: float) -> tuple[int, bool]:
+        """The track of a task from ``start`` to ``end``, and whether it is a new track."""
+        k = next((j for j, e in enumerate(self.ends) if e <= start), len(self.ends))
+        new = k == len(self.ends)
+        if new:
+            self.ends.append(end)
+        else:
+            self.ends[k] = end
+        return k, new
+
+
 def plot_timeline(rows: Sequence[dict], gpu: int = 0, layers: Sequence[int] | None = None, *,
                   ax=None):
-    """Gantt chart of one GPU's lanes (collectives drawn on its link lane)."""
+    """Gantt chart of one GPU's lanes (collectives drawn on its link lane); a lane whose tasks
+    overlap (the shared HBM lane) gets a row per track (:class:`LaneTracks`): "HBM (weights)",
+    "HBM (weights) 2", ..."""
     _need(rows, ("name", "kind", "gpu", "layer", "start_ns", "end_ns"), "timeline plot")
     sel = [r for r in rows if r["kind"] in LANES and (r["gpu"] == gpu or r["kind"] == "link")
            and (layers is None or r["layer"] in layers) and r["end_ns"] > r["start_ns"]]
     if not sel:
         raise ConfigError(f"timeline plot: no task of GPU {gpu} in the chosen layers")
-    fig, ax = _new(ax, size=(9.0, 3.2))
+    placed: dict[str, list[tuple[int, dict]]] = {lane: [] for lane in LANES}
+    n_tracks = {}
+    for lane in LANES:
+        tracks = LaneTracks()
+        for r in sorted((r for r in sel if r["kind"] == lane),
+                        key=lambda r: (r["start_ns"], r["end_ns"])):
+            placed[lane].append((tracks.place(r["start_ns"], r["end_ns"])[0], r))
+        n_tracks[lane] = max(1, len(tracks.ends))
+    extra = sum(n_tracks.values()) - len(LANES)
+    fig, ax = _new(ax, size=(9.0, 3.2 + 0.35 * extra))
     t0 = min(r["start_ns"] for r in sel)
     seen = set()
-    for i, lane in enumerate(LANES[::-1]):
-        for r in (r for r in sel if r["kind"] == lane):
-            grp = task_group(r["name"])
-            lbl = grp if grp not in seen else None
-            seen.add(grp)
-            ax.broken_barh([((r["start_ns"] - t0) / 1e3, (r["end_ns"] - r["start_ns"]) / 1e3)],
-                           (i - 0.4, 0.8), facecolors=GROUP_COLOR[grp], edgecolor="k",
-                           linewidth=0.2, label=lbl)
-    ax.set_yticks(range(len(LANES)), [LANE_LABEL[x] for x in LANES[::-1]])
+    y, ticks, labels = 0, [], []
+    for lane in LANES[::-1]:  # bottom up: a lane's first track on top of its others
+        for k in range(n_tracks[lane]):
+            row = y + n_tracks[lane] - 1 - k
+            ticks.append(row)
+            labels.append(LANE_LABEL[lane] + (f" {k + 1}" if k else ""))
+            for kk, r in placed[lane]:
+                if kk != k:
+                    continue
+                grp = task_group(r["name"])
+                lbl = grp if grp not in seen else None
+                seen.add(grp)
+                ax.broken_barh([((r["start_ns"] - t0) / 1e3,
+                                 (r["end_ns"] - r["start_ns"]) / 1e3)],
+                               (row - 0.4, 0.8), facecolors=GROUP_COLOR[grp], edgecolor="k",
+                               linewidth=0.2, label=lbl)
+        y += n_tracks[lane]
+    ax.set_yticks(sorted(ticks), [lb for _, lb in sorted(zip(ticks, labels))])
     ax.set_xlabel("time (us)")
     meta = sel[0]
     title = f"GPU {gpu}"

@@ -9,7 +9,8 @@ as the format defines them) on one track per GPU lane: a process per GPU of a re
 every GPU's link, so it appears on every GPU's link track. The HBM lane is shared (concurrent
 weight loads split it, docs/system.md §1), and a track must not hold overlapping slices, so a
 load that starts before the one on its track has ended goes to the lane's next track
-(``tid`` ``10 k + lane's``, named "HBM (weights) k+1"), the first with room. ``cat`` is the
+(``tid`` ``10 k + lane's``, named "HBM (weights) k+1"), the first with room
+(:class:`sieve.report.figures.LaneTracks`, as the timeline figure draws them). ``cat`` is the
 task's kind group (:data:`sieve.report.figures.TASK_GROUP`); ``args`` carry layer and
 micro-batch.
 
@@ -30,7 +31,7 @@ _LANE_NAME = {"link": "link", "gpu": "GPU compute", "hbm": "HBM (weights)", "pim
 
 def trace_events(rows: Sequence[dict]) -> dict:
     """The trace-event object of timeline rows (``timeline.csv``'s)."""
-    from sieve.report.figures import task_group
+    from sieve.report.figures import LaneTracks, task_group
 
     events: list[dict] = []
     sets: dict[tuple, int] = {}
@@ -55,7 +56,7 @@ def trace_events(rows: Sequence[dict]) -> dict:
                                "args": {"name": _LANE_NAME[lane]}})
                 events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                                "args": {"sort_index": tid}})
-    ends: dict[tuple, list[float]] = {}  # (pid, lane) -> each track's last end (ns)
+    lanes: dict[tuple, LaneTracks] = {}  # (pid, lane) -> its tracks
     keep = [r for r in rows if r["kind"] in LANE_TID and r["end_ns"] > r["start_ns"]]
     for r in sorted(keep, key=lambda r: (r["start_ns"], r["end_ns"])):
         key = (r["model"], r["method"], r["batch"], r.get("step", 0))
@@ -63,17 +64,14 @@ def trace_events(rows: Sequence[dict]) -> dict:
         on = gpus[key] if r["gpu"] < 0 else [r["gpu"]]  # a collective: every GPU's link
         for g in on:
             pid, lane = i * 1000 + g, r["kind"]
-            tracks = ends.setdefault((pid, lane), [])
-            k = next((j for j, e in enumerate(tracks) if e <= r["start_ns"]), len(tracks))
-            if k == len(tracks):
-                tracks.append(0.0)
-                if k:  # a further track of this lane
-                    tid = 10 * k + LANE_TID[lane]
-                    events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                                   "args": {"name": f"{_LANE_NAME[lane]} {k + 1}"}})
-                    events.append({"ph": "M", "name": "thread_sort_index", "pid": pid,
-                                   "tid": tid, "args": {"sort_index": tid}})
-            tracks[k] = r["end_ns"]
+            k, new = lanes.setdefault((pid, lane), LaneTracks()).place(r["start_ns"],
+                                                                       r["end_ns"])
+            if new and k:  # a further track of this lane
+                tid = 10 * k + LANE_TID[lane]
+                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                               "args": {"name": f"{_LANE_NAME[lane]} {k + 1}"}})
+                events.append({"ph": "M", "name": "thread_sort_index", "pid": pid,
+                               "tid": tid, "args": {"sort_index": tid}})
             events.append({
                 "name": r["name"], "cat": task_group(r["name"]), "ph": "X",
                 "ts": r["start_ns"] / 1e3, "dur": (r["end_ns"] - r["start_ns"]) / 1e3,
