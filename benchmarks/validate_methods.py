@@ -19,12 +19,13 @@ Runs go through the experiment executor into a resumable store (``--store``), so
 continues where it stopped.
 
     python benchmarks/validate_methods.py --write docs/validation.md [--jobs 2] [--store DIR]
-        [--only pim-gqa,noexp-presets,sieve-cp,sieve-cp-steady,oracle]
+        [--only pim-gqa,noexp-presets,sieve-cp,sieve-cp-steady,oracle] [--overlap none|tbo]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections import defaultdict
 from dataclasses import replace
@@ -151,7 +152,17 @@ def noexp_presets(jobs, store_dir) -> str:
         "|---|---|---|---|---|---|", *lines, ""])
 
 
-def sieve_cp(jobs, store_dir) -> str:
+def _kept_rows(section: str, name: str, overlap: str) -> tuple[list[str], list[str]]:
+    """The rows of one case (preset, execution mode) in a sieve-cp section as written: its
+    line of the ratio table (9 columns) and its lines of the worst-points table (6)."""
+    rows = [ln for ln in section.splitlines() if ln.startswith(f"| {name} | {overlap} | ")]
+    return ([ln for ln in rows if ln.count("|") == 10],
+            [ln for ln in rows if ln.count("|") == 7])
+
+
+def sieve_cp(jobs, store_dir, overlaps=("none", "tbo"), kept: str = "") -> str:
+    """The section; only the cases of the execution modes in ``overlaps`` are run, the
+    others' rows are taken from ``kept`` (the section as written)."""
     from sieve.experiments.points import Point, paper_points
     from sieve.sched.methods import METHODS_MAIN
     from sieve.system.step import sampled_layers_default
@@ -160,6 +171,14 @@ def sieve_cp(jobs, store_dir) -> str:
     cases = [(name, "none") for name in PRESETS] + [(PRESETS[0], "tbo")]
     lines, worst_lines = [], []
     for name, overlap in cases:
+        if overlap not in overlaps:
+            line, worst = _kept_rows(kept, name, overlap)
+            if not line:
+                raise SystemExit(f"validate_methods: no row of {name} {overlap} to keep in "
+                                 "the sieve-cp section; run every mode")
+            lines += line
+            worst_lines += worst
+            continue
         # the layers `sieve run` samples in this mode (4 sequential, 8 with two micro-batches)
         pts = paper_points(methods, steps=1, warmup=1,
                            layers=sampled_layers_default(1, overlap))
@@ -207,7 +226,9 @@ def sieve_cp(jobs, store_dir) -> str:
         "measured step after 1 warm-up, 4 sampled layers, seed 0) for every PIM preset, and "
         "under two-batch overlap on the default preset (8 sampled layers). Ratio = sieve-cp's "
         "throughput per GPU over the best of NoExp, AllExp, PIMoE, Duplex and the seed's Sieve "
-        "at the same point (GPU-only is not a PIM method: it keeps attention on the GPU).", "",
+        "at the same point (GPU-only is not a PIM method: it keeps attention on the GPU). "
+        "Each case's rows come from one run; `--overlap none` or `--overlap tbo` re-runs the "
+        "cases of one execution mode and keeps the other rows as written.", "",
         "| preset | overlap | points | min ratio | median | points < 0.99 | of them < 0.99 with "
         "decisions free | median vs seed's Sieve | max vs seed's Sieve |",
         "|---|---|---|---|---|---|---|---|---|", *lines, "",
@@ -361,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--store", default=None, help="resumable run store folder")
     ap.add_argument("--only", default=",".join(SECTIONS))
+    ap.add_argument("--overlap", choices=("none", "tbo"), default=None,
+                    help="sieve-cp: re-run only this execution mode's cases, keep the other "
+                    "rows of the --write file's section")
     args = ap.parse_args(argv)
     only = args.only.split(",")
     for name in only:
@@ -374,7 +398,13 @@ def main(argv: list[str] | None = None) -> int:
     if "noexp-presets" in only:
         made["noexp-presets"] = noexp_presets(args.jobs, args.store)
     if "sieve-cp" in only:
-        made["sieve-cp"] = sieve_cp(args.jobs, args.store)
+        if args.overlap is None:
+            made["sieve-cp"] = sieve_cp(args.jobs, args.store)
+        else:
+            text = args.write.read_text() if args.write and args.write.exists() else ""
+            m = re.search(r"<!-- sieve-cp:begin.*?<!-- sieve-cp:end -->", text, re.DOTALL)
+            made["sieve-cp"] = sieve_cp(args.jobs, args.store, (args.overlap,),
+                                        m.group(0) if m else "")
     if "sieve-cp-steady" in only:
         made["sieve-cp-steady"] = sieve_cp_steady(args.jobs, args.store)
     if "oracle" in only:
