@@ -278,3 +278,37 @@ def test_sieve_run_samples_by_mode_unless_told():
     assert layers("--overlap", "tbo") == layers("--microbatches", "2") == 8
     assert layers("--overlap", "tbo", "--layers", "3") == 3
     assert layers("--layers", "all") is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=st.lists(st.sampled_from(["full", "sliding", "gdn"]), min_size=1, max_size=5),
+       dense=st.integers(0, 3), n=st.integers(4, 64), k=st.integers(1, 20),
+       seed=st.integers(0, 2 ** 16))
+def test_two_microbatch_sample_on_any_layer_pattern(pattern, dense, n, k, seed):
+    """Any model: a periodic pattern of token mixers after up to three dense layers. The
+    sample holds the ends and every class, keeps every pick's neighbours, is at least k long,
+    and where it samples every context between the ends the scaling of layer times set by
+    the contexts is exact."""
+    from types import SimpleNamespace
+
+    dense = min(dense, n - 1)
+    m = SimpleNamespace(name="synthetic", n_layers=n,
+                        layer_types=tuple(pattern[i % len(pattern)] for i in range(n)),
+                        moe_layer_ids=tuple(range(dense, n)))
+    picks = _sampled_layers(m, k, neighbours=True)
+    assert picks == sorted(set(picks)) and picks[0] == 0
+    assert len(picks) >= min(k, n)
+    assert set(_classes(m, picks)) == set(_classes(m, range(n)))
+    if k >= 2:
+        assert picks[-1] == n - 1
+    assert all(_neighbours_kept(m, x, y) for x, y in zip(picks, picks[1:]))
+    classes = sorted({_layer_class(m, i) for i in range(n)})
+    rng = np.random.default_rng(seed)
+    per = {(a, b, c): float(rng.uniform(1.0, 1e3)) for a in [None, *classes]
+           for b in classes for c in [None, *classes]}
+    exact, ends = _contextual(m, per, 5.0, 7.0)
+    inner = {_layer_context(m, i) for i in picks[1:-1]}
+    if len(picks) >= 3 and inner >= {_layer_context(m, i) for i in range(1, n - 1)
+                                     if i not in picks}:
+        assert _scaled_layers_ns(m, picks, ends(picks), True) == pytest.approx(exact,
+                                                                              rel=1e-9)
