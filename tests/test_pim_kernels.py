@@ -118,6 +118,8 @@ def test_output_tiles_repeat_the_input_pass_per_tile():
     assert 1.98 * t1 < t2 < 2.02 * t1
     with pytest.raises(ConfigError, match="tile_rows"):
         pim.gemv_layout(spec, 64, 64, tile_rows=0)
+    with pytest.raises(ConfigError, match="tile_rows 1099511627776: one output tile"):
+        pim.gemv_layout(spec, 64, 64, tile_rows=2 ** 40)
     with pytest.raises(ConfigError, match="600 output tiles .tile_rows 1. needs 77400 rows"):
         pim.gemv_layout(spec, 512 * 600, 16384, col_groups=1, tile_rows=1)
 

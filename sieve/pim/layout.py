@@ -297,8 +297,12 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
     tile = check_int(who, "tile_rows", tile_rows, lo=1)
     row_groups, pus = n_pcs // col_groups, spec.pim.pus_per_pc(o)
     tiles = math.ceil(math.ceil(math.ceil(out_rows / row_groups) / pus) / tile)
-    one = _build(spec, row_groups * pus * tile, in_cols, n_vectors, n_pcs, col_groups, wb,
-                 out_bytes, base_row, gap_ns)
+    try:
+        one = _build(spec, row_groups * pus * tile, in_cols, n_vectors, n_pcs, col_groups, wb,
+                     out_bytes, base_row, gap_ns)
+    except ConfigError as exc:  # one tile alone does not fit: name the tile size
+        raise ConfigError(f"{who}: tile_rows {tile}: one output tile of {tile} rows per PU "
+                          f"does not fit ({exc})") from None
     stride = one.dram_rows + result_rows(spec)
     if base_row + tiles * stride > o.rows:
         raise ConfigError(
