@@ -414,15 +414,16 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
             raise ConfigError(f"sieve gemv: --col-groups must be an integer, auto or fast; got "
                               f"{args.col_groups!r}")
     lay = pim.gemv_layout(spec, args.rows, args.cols, args.tokens, n_pcs=args.pcs,
-                          col_groups=cg)
-    res = run_pim(spec, [lay.kernel])
+                          col_groups=cg, tile_rows=args.tile_rows)
+    res = run_pim(spec, lay.kernels())
     internal = spec.pim_internal_bandwidth_gbs * lay.n_pcs / spec.org.total_pseudochannels
     roof_ns = lay.weight_bytes * args.tokens / internal
     out = {
         **res.to_dict(),
         "rows": args.rows, "cols": args.cols, "tokens": args.tokens, "pcs": lay.n_pcs,
         "row_groups": lay.row_groups, "col_groups": lay.col_groups,
-        "kernel": lay.kernel.__dict__, "padding": lay.padding,
+        "kernel": lay.kernel.__dict__, "output_tiles": lay.output_tiles,
+        "padding": lay.padding,
         "roofline_ns": roof_ns, "cycle_accurate_over_roofline": res.time_ns / roof_ns,
     }
     if args.json:
@@ -436,7 +437,9 @@ def _cmd_gemv(args: argparse.Namespace) -> int:
         print(f"  layout:        {lay.row_groups} row x {lay.col_groups} column groups of PCs, "
               f"{lay.rows_per_pc} rows x {lay.cols_per_pc} columns per PC "
               f"(padding {100 * lay.padding:.1f} %)")
-        print(f"  kernel per PC: {lay.kernel}")
+        print(f"  kernel per PC: {lay.kernel}" + (
+            f", then {lay.output_tiles - 1} more output tile(s) at rows {lay.tile_stride} "
+            "apart" if lay.output_tiles > 1 else ""))
         print(f"  utilisation:   {100 * res.pc_utilization.mean():.1f} % mean per PC, "
               f"imbalance {res.imbalance:.3f}")
         print(f"  refreshes:     {res.refreshes}")
@@ -1215,6 +1218,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--col-groups", default="auto", metavar="N|auto|fast",
                    help="PCs along the input columns (partial sums reduced on the GPU); auto "
                    "(default) picks the fastest by simulation, fast by estimate, 1 = row-only")
+    p.add_argument("--tile-rows", type=_int_type(1), default=None, metavar="T",
+                   help="output rows a PU computes per pass over the input; each further tile "
+                   "writes the input again (default: all rows in one pass; PIMSimulator's "
+                   "layout is --col-groups 1 --tile-rows 8)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_gemv)
 

@@ -54,6 +54,23 @@ def test_gemv(capsys):
     assert d["cycle_accurate_over_roofline"] >= 1.0 and d["pcs"] == 64
 
 
+def test_gemv_in_pimsimulators_layout(capsys):
+    """--col-groups 1 --tile-rows 8 (PIMSimulator's layout): 8192 rows on 512 PIM blocks are
+    two output tiles, each a pass over the input with its own mode switches."""
+    argv = ["gemv", "--spec", "samsung-hbm2-pim", "--rows", "8192", "--cols", "4096",
+            "--col-groups", "1", "--json"]
+    assert main(argv) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--tile-rows", "8"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert (one["output_tiles"], two["output_tiles"]) == (1, 2)
+    assert two["command_counts"]["MACAB"] == one["command_counts"]["MACAB"]
+    assert two["command_counts"]["WR"] > one["command_counts"]["WR"]  # the input again
+    assert two["time_ns"] > one["time_ns"]
+    assert main([*argv, "--tile-rows", "0"]) == 2
+    assert "--tile-rows: '0' is not an integer >= 1" in capsys.readouterr().err
+
+
 def test_run_with_another_pim_design(tmp_path, capsys):
     """--pim puts another DRAM/PIM preset on the same GPUs; runs.csv names it; an unknown one
     is refused in one line before any work."""

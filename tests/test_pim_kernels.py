@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from sieve import dram, pim
 from sieve.dram import checker
+from sieve.dram.pimmode import result_rows
 from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
 from sieve.model.moe import get_model
@@ -85,6 +88,40 @@ def test_2d_layout_counts():
     assert k.macs * 256 * 32 * 32 == lay.padded_weight_bytes
     # row-only: 1536 rows over 256 PCs = 6 rows for 32 PUs -> 81 % padding
     assert pim.gemv_layout(spec, 1536, 2048, col_groups=1).padding == pytest.approx(0.8125)
+
+
+def test_output_tiles_repeat_the_input_pass_per_tile():
+    """tile_rows=T: a PU's rows padded to a multiple of T and run as one kernel per tile, at
+    the rows after the previous tile's weights and results; without it, one kernel."""
+    spec = get_spec("samsung-hbm2-pim")  # 64 pCH x 8 PUs = 512 PUs
+    plain = pim.gemv_layout(spec, 8192, 4096, col_groups=1)
+    assert plain.kernels() == [plain.kernel] and plain.output_tiles == 1
+    lay = pim.gemv_layout(spec, 8192, 4096, col_groups=1, tile_rows=8)
+    one = pim.gemv_layout(spec, 4096, 4096, col_groups=1)  # 8 rows per PU: one tile's work
+    assert lay.output_tiles == 2 and lay.rows_per_pu == 16 == plain.rows_per_pu
+    ks = lay.kernels()
+    assert len(ks) == 2 and ks[0] == one.kernel
+    assert ks[1] == dataclasses.replace(one.kernel, base_row=lay.tile_stride)
+    assert lay.tile_stride == one.dram_rows + result_rows(spec)
+    assert lay.padded_weight_bytes == 2 * one.padded_weight_bytes == plain.padded_weight_bytes
+    assert lay.readback_bytes == 2 * one.readback_bytes and lay.weight_bytes == 8192 * 4096 * 2
+    # each tile writes the whole input again: twice the GRF_A writes of the one-pass layout
+    assert sum(k.gw_per_chunk * k.n_chunks for k in ks) == 2 * (
+        plain.kernel.gw_per_chunk * plain.kernel.n_chunks)
+    # fewer rows than a tile: padded to one tile (PIMSimulator's 8 GRF_B rows per block)
+    small_ = pim.gemv_layout(spec, 1024, 4096, col_groups=1, tile_rows=8)
+    assert small_.output_tiles == 1 and small_.kernel == one.kernel
+    assert small_.padding == pytest.approx(0.75)
+    # the second tile's kernel starts right after the first: about twice one tile's time
+    t1 = dram.run_pim(spec, [one.kernel]).time_ns
+    t2 = dram.run_pim(spec, ks).time_ns
+    assert 1.98 * t1 < t2 < 2.02 * t1
+    with pytest.raises(ConfigError, match="tile_rows"):
+        pim.gemv_layout(spec, 64, 64, tile_rows=0)
+    with pytest.raises(ConfigError, match="tile_rows 1099511627776: one output tile"):
+        pim.gemv_layout(spec, 64, 64, tile_rows=2 ** 40)
+    with pytest.raises(ConfigError, match="600 output tiles .tile_rows 1. needs 77400 rows"):
+        pim.gemv_layout(spec, 512 * 600, 16384, col_groups=1, tile_rows=1)
 
 
 def test_layout_errors():

@@ -70,6 +70,9 @@ class GemvLayout:
     lane_partials: int = 1  # values read back per output row and PC: 1 with a PU adder
     #                         tree, else the PU's lanes (spec.pim.adder_tree)
     bundles: int = 1  # bank bundles the kernel's rows are striped over (spec.pim.bundles)
+    output_tiles: int = 1  # kernels every PC runs one after another, one per output tile of
+    #                        tile_rows rows per PU (gemv_layout); ``kernel`` is the first
+    tile_stride: int = 0  # DRAM rows from one tile's kernel to the next's (weights + results)
 
     @property
     def dram_rows(self) -> int:
@@ -87,6 +90,14 @@ class GemvLayout:
         ``col_groups > 1`` or the PUs leave lane partial sums (``lane_partials > 1``), else
         0."""
         return self.readback_bytes if self.col_groups > 1 or self.lane_partials > 1 else 0
+
+    def kernels(self) -> list[GemvKernel]:
+        """What every PC runs, in order: :attr:`kernel`, or with output tiles
+        (``tile_rows``) one kernel per tile, each at the rows after the previous one's and
+        started right after it (no ``gap_ns``)."""
+        k = self.kernel
+        return [k] + [_replace(k, base_row=k.base_row + i * self.tile_stride, gap_ns=0.0)
+                      for i in range(1, self.output_tiles)]
 
     def with_kernel(self, **changes) -> GemvLayout:
         """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
@@ -218,7 +229,8 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
 def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: int = 1, *,
                 n_pcs: int | None = None, col_groups: int | str = "auto",
                 weight_bytes: int | None = None, out_bytes: int = 2, base_row: int = 0,
-                gap_ns: float = 0.0, reduce_ns_per_byte: float = 0.0) -> GemvLayout:
+                gap_ns: float = 0.0, reduce_ns_per_byte: float = 0.0,
+                tile_rows: int | None = None) -> GemvLayout:
     """Lay a GEMV ``y[out_rows] = W[out_rows, in_cols] x`` over ``n_pcs`` pseudo-channels.
 
     Args:
@@ -238,6 +250,13 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
         base_row: first DRAM row of the weights (identical in every PC and bank).
         gap_ns: idle time before the kernel starts (after the previous kernel's results).
         reduce_ns_per_byte: GPU cost per partial-sum byte, used only to choose ``col_groups``.
+        tile_rows: output rows a PU computes per pass over the input. None (sieve's layout):
+            all of its rows in one pass, the input written once. ``T``: its rows padded to a
+            multiple of ``T`` and run as that many kernels of ``T`` rows one after another,
+            each writing the whole input again and, under a mode protocol, switching modes
+            again (:meth:`GemvLayout.kernels`): PIMSimulator's layout with ``T = 8``, its
+            GRF_B registers, and ``col_groups=1`` (docs/validation.md, *PIM mode protocol
+            against PIMSimulator*). ``col_groups="auto"`` chooses as without tiles.
     """
     spec = get_spec(spec)
     who = "GEMV lowering"
@@ -272,8 +291,29 @@ def gemv_layout(spec: DramSpec | str, out_rows: int, in_cols: int, n_vectors: in
         raise ConfigError(f"{who}: col_groups {col_groups!r} is not a divisor of n_pcs "
                           f"({n_pcs}) within the input's bursts (valid: "
                           f"{', '.join(map(str, valid))})")
-    return _build(spec, out_rows, in_cols, n_vectors, n_pcs, col_groups, wb, out_bytes,
-                  base_row, gap_ns)
+    if tile_rows is None:
+        return _build(spec, out_rows, in_cols, n_vectors, n_pcs, col_groups, wb, out_bytes,
+                      base_row, gap_ns)
+    tile = check_int(who, "tile_rows", tile_rows, lo=1)
+    row_groups, pus = n_pcs // col_groups, spec.pim.pus_per_pc(o)
+    tiles = math.ceil(math.ceil(math.ceil(out_rows / row_groups) / pus) / tile)
+    try:
+        one = _build(spec, row_groups * pus * tile, in_cols, n_vectors, n_pcs, col_groups, wb,
+                     out_bytes, base_row, gap_ns)
+    except ConfigError as exc:  # one tile alone does not fit: name the tile size
+        raise ConfigError(f"{who}: tile_rows {tile}: one output tile of {tile} rows per PU "
+                          f"does not fit ({exc})") from None
+    stride = one.dram_rows + result_rows(spec)
+    if base_row + tiles * stride > o.rows:
+        raise ConfigError(
+            f"{who}: a {out_rows} x {in_cols} matrix on {n_pcs} PCs in {tiles} output tiles "
+            f"(tile_rows {tile}) needs {tiles * stride} rows of every bank from row "
+            f"{base_row}; a bank of {spec.name} has {o.rows} rows")
+    return _replace(one, out_rows=out_rows, weight_bytes=out_rows * in_cols * wb,
+                    rows_per_pc=one.rows_per_pc * tiles, rows_per_pu=tile * tiles,
+                    padded_weight_bytes=one.padded_weight_bytes * tiles,
+                    readback_bytes=one.readback_bytes * tiles, output_tiles=tiles,
+                    tile_stride=stride)
 
 
 _CHOICES: dict[tuple, int] = {}
