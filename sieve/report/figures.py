@@ -355,20 +355,17 @@ def plot_timeline(rows: Sequence[dict], gpu: int = 0, layers: Sequence[int] | No
     seen = set()
     y, ticks, labels = 0, [], []
     for lane in LANES[::-1]:  # bottom up: a lane's first track on top of its others
+        top = y + n_tracks[lane] - 1  # the row of track 0
         for k in range(n_tracks[lane]):
-            row = y + n_tracks[lane] - 1 - k
-            ticks.append(row)
+            ticks.append(top - k)
             labels.append(LANE_LABEL[lane] + (f" {k + 1}" if k else ""))
-            for kk, r in placed[lane]:
-                if kk != k:
-                    continue
-                grp = task_group(r["name"])
-                lbl = grp if grp not in seen else None
-                seen.add(grp)
-                ax.broken_barh([((r["start_ns"] - t0) / 1e3,
-                                 (r["end_ns"] - r["start_ns"]) / 1e3)],
-                               (row - 0.4, 0.8), facecolors=GROUP_COLOR[grp], edgecolor="k",
-                               linewidth=0.2, label=lbl)
+        for k, r in placed[lane]:
+            grp = task_group(r["name"])
+            lbl = grp if grp not in seen else None
+            seen.add(grp)
+            ax.broken_barh([((r["start_ns"] - t0) / 1e3, (r["end_ns"] - r["start_ns"]) / 1e3)],
+                           (top - k - 0.4, 0.8), facecolors=GROUP_COLOR[grp], edgecolor="k",
+                           linewidth=0.2, label=lbl)
         y += n_tracks[lane]
     ax.set_yticks(sorted(ticks), [lb for _, lb in sorted(zip(ticks, labels))])
     ax.set_xlabel("time (us)")
