@@ -625,8 +625,9 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.pim_expert_ns: dict[tuple, float] = {}  # PIM expert programs run, (g, layer, mb)
-        # two-batch overlap: each micro-batch's last decided expert phase, by (g, mb):
-        # (layer, compute-lane ns, HBM-lane ns of its GPU experts, its partition)
+        # two-batch overlap: each micro-batch's last decided expert phase, by (g, mb) and by
+        # (g, mb, layer type): (layer, compute-lane ns, HBM-lane ns of its GPU experts, its
+        # partition)
         self.last_experts: dict[tuple, tuple[int, float, float, Partition]] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
@@ -921,7 +922,7 @@ class _Builder:
             if self.tbo:
                 gx = [t for t in self.made if t.name.startswith("experts_gpu")] \
                     if gc.any() else []
-                self.last_experts[(g, mb)] = (
+                self.last_experts[(g, mb)] = self.last_experts[(g, mb, lt)] = (
                     layer, sum(float(t.duration) for t in gx if not _hbm_lane(t.lanes[0])),
                     sum(float(t.duration) for t in gx if _hbm_lane(t.lanes[0])), part)
             if part.on_pim.any():
@@ -1023,16 +1024,19 @@ class _Builder:
         """Two-batch overlap: the other micro-batch's expert phase of this layer in the lanes'
         period (:meth:`_period`). Decided: its GPU experts are among the layer's tasks (counted
         there), its PIM experts as run, or before they run at the estimator's PIM time of its
-        split. Not yet decided: its last decided expert phase stands in (same requests, the
-        previous MoE layer's routing), so that a micro-batch deciding first still sees the
-        other's expert work that will share the lanes with its own."""
+        split. Not yet decided: its last decided expert phase in a layer of this layer's type
+        stands in (same requests, another layer's routing; a layer type whose attention
+        loads the PIM differently leads to other splits), else its last of any type, so that
+        a micro-batch deciding first still sees the other's expert work that will share the
+        lanes with its own."""
         last = self.last_experts.get((g, other))
         if last is None:
             return
-        at, gpu_ns, hbm_ns, part = last
-        if at != layer:  # not decided in this layer yet: the last decision stands in
-            lanes["gpu"] += gpu_ns
-            lanes["hbm"] += hbm_ns
+        if last[0] != layer:  # not decided in this layer yet: an earlier decision stands in
+            last = self.last_experts.get((g, other, self.model.layer_types[layer]), last)
+            lanes["gpu"] += last[1]
+            lanes["hbm"] += last[2]
+        at, part = last[0], last[3]
         ran = self.pim_expert_ns.get((g, at, other))
         if ran is None and part.on_pim.any():  # decided, not run yet: as the estimator has it
             ran = self._pim_estimate(g, part)
