@@ -625,10 +625,6 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.pim_expert_ns: dict[tuple, float] = {}  # PIM expert programs run, (g, layer, mb)
-        # two-batch overlap: each micro-batch's last decided expert phase, by (g, mb) and by
-        # (g, mb, layer type): (layer, compute-lane ns, HBM-lane ns of its GPU experts, its
-        # partition)
-        self.last_experts: dict[tuple, tuple[int, float, float, Partition]] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -919,12 +915,6 @@ class _Builder:
                     "experts_gpu", [GroupedExperts(gc, st.shape, self.expert_dtype)], g,
                     [task, *disp], layer, mb, prio, load_deps=[task], share=True,
                     experts=gc))
-            if self.tbo:
-                gx = [t for t in self.made if t.name.startswith("experts_gpu")] \
-                    if gc.any() else []
-                self.last_experts[(g, mb)] = self.last_experts[(g, mb, lt)] = (
-                    layer, sum(float(t.duration) for t in gx if not _hbm_lane(t.lanes[0])),
-                    sum(float(t.duration) for t in gx if _hbm_lane(t.lanes[0])), part)
             if part.on_pim.any():
                 done.append(sched.add(Task("experts_pim", (f"pim{g}",),
                                            self._pim_experts(g, layer, mb, part),
@@ -986,10 +976,11 @@ class _Builder:
     def _period(self, task: Task, g: int, layer: int, mb: int) -> dict[str, float]:
         """Two-batch overlap: each lane's work of both micro-batches in this layer, this
         micro-batch's experts excepted, and this one's own chain outside its expert phase
-        (:class:`~sieve.sched.partition.LayerTiming`). Placed work counts as it ran, the rest
+        (:class:`~sieve.sched.partition.LayerTiming`). Placed work counts its own time (on the
+        shared HBM lane not its span, stretched by the loads beside it), the rest
         as built; attention not yet run at its observed EMA; the other micro-batch's experts
         once it has decided (GPU) or run them (PIM)."""
-        def dur(t: Task) -> float:  # its work: on the shared HBM lane not its stretched span
+        def dur(t: Task) -> float:  # its work: on the shared HBM lane, not its stretched span
             return t.work_ns if t.placed else float(t.duration)
 
         lanes = {"gpu": 0.0, "hbm": 0.0, "pim": 0.0}
@@ -1010,8 +1001,7 @@ class _Builder:
             sc = self.sched_tasks.get((g, layer, m))
             if sc is not None:
                 lanes["gpu"] += dur(sc)
-            if m != mb:
-                self._other_experts(lanes, g, layer, m)
+            lanes["pim"] += self.pim_expert_ns.get((g, layer, m), 0.0) if m != mb else 0.0
         chain += dur(task)
         chain += sum(dur(t) for t in self.link_tasks.get((layer, mb), ())
                      if t.name != "dispatch")
@@ -1019,37 +1009,6 @@ class _Builder:
                "hbm_period_ns": lanes["hbm"], "pim_period_ns": lanes["pim"]}
         out.update(self._other_attention(task, g, 1 - mb))
         return out
-
-    def _other_experts(self, lanes: dict[str, float], g: int, layer: int, other: int) -> None:
-        """Two-batch overlap: the other micro-batch's expert phase of this layer in the lanes'
-        period (:meth:`_period`). Decided: its GPU experts are among the layer's tasks (counted
-        there), its PIM experts as run, or before they run at the estimator's PIM time of its
-        split. Not yet decided: its last decided expert phase in a layer of this layer's type
-        stands in (same requests, another layer's routing; a layer type whose attention
-        loads the PIM differently leads to other splits), else its last of any type, so that
-        a micro-batch deciding first still sees the other's expert work that will share the
-        lanes with its own."""
-        last = self.last_experts.get((g, other))
-        if last is None:
-            return
-        if last[0] != layer:  # not decided in this layer yet: an earlier decision stands in
-            last = self.last_experts.get((g, other, self.model.layer_types[layer]), last)
-            lanes["gpu"] += last[1]
-            lanes["hbm"] += last[2]
-        at, part = last[0], last[3]
-        ran = self.pim_expert_ns.get((g, at, other))
-        if ran is None and part.on_pim.any():  # decided, not run yet: as the estimator has it
-            ran = self._pim_estimate(g, part)
-        lanes["pim"] += ran or 0.0
-
-    def _pim_estimate(self, g: int, part: Partition) -> float:
-        """The estimator's PIM time of a split's PIM experts (its runtime cost table and fixed
-        time; EP: the busiest group's, as the split's scheduler estimated it)."""
-        if part.mapping != "tp":
-            grp = part.est_group_pim_ns
-            return float(np.max(grp)) if grp is not None and len(grp) else part.est_pim_ns
-        est = self.st.estimators[g]
-        return est.pim_fixed_ns("tp") + float(est._pim_fast(part.pim_counts, filled=True).sum())
 
     def _other_attention(self, task: Task, g: int, other: int) -> dict[str, float]:
         """Two-batch overlap: the other micro-batch's next attention on PIM, when only its own
