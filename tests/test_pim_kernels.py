@@ -383,3 +383,29 @@ def test_attention_layout_cache_and_row_placement_change_nothing():
     for r in (again, fresh):
         assert r.time_ns == first.time_ns and r.score_ns == first.score_ns
         assert r.pim.command_counts == first.pim.command_counts
+
+
+def test_kernel_evolve_is_a_checked_replace():
+    """GemvKernel.evolve equals dataclasses.replace on valid changes and refuses what the
+    constructor refuses (ConfigError naming the field), and an unknown field (TypeError)."""
+    from dataclasses import replace
+
+    from sieve.dram.device import GemvKernel
+
+    k = GemvKernel(2, 3, 4, 5, 6, 7, gap_ns=1.5, sync="group", group=2)
+    for ch in ({"base_row": 9}, {"n_vectors": 5, "gap_ns": 0.0, "sync": "all"},
+               {"vectors_per_pass": 4}, {"group": 0, "sync": False}, {}):
+        e = k.evolve(**ch)
+        assert e == replace(k, **ch) and e is not k
+        assert hash(e) == hash(replace(k, **ch))
+    assert k.base_row == 0 and k.sync == "group"
+    for ch, msg in (({"n_vectors": 0}, "n_vectors and n_chunks"), ({"gap_ns": -1.0}, "gap_ns"),
+                    ({"gap_ns": float("nan")}, "gap_ns"), ({"sync": "pc"}, "sync"),
+                    ({"group": True}, "group"), ({"base_row": 2**41}, "base_row"),
+                    ({"vectors_per_pass": 0}, "vectors_per_pass"), ({"n_res": 1.5}, "n_res")):
+        with pytest.raises(ConfigError, match=msg):
+            k.evolve(**ch)
+        with pytest.raises(ConfigError, match=msg):
+            replace(k, **ch)
+    with pytest.raises(TypeError, match="no field 'rows'"):
+        k.evolve(rows=3)

@@ -59,6 +59,36 @@ BARRIER_SCOPES = ("channel", "all", "group")
 MAX_KERNEL_COUNT = 1 << 40
 
 
+_COUNT_FIELDS = ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
+                 "n_res", "base_row")
+_KERNEL_CHECKS = ("vectors_per_pass", *_COUNT_FIELDS, "gap_ns", "sync", "group")
+
+
+def _check_kernel_field(name: str, v) -> None:
+    """One field of a :class:`GemvKernel`, checked (ConfigError naming it)."""
+    if name == "vectors_per_pass":
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
+                1 <= v <= engine.MAX_VPP):
+            raise ConfigError(f"PIM kernel: vectors_per_pass must be an integer in "
+                              f"[1, {engine.MAX_VPP}], got {v!r}")
+    elif name in _COUNT_FIELDS:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
+                0 <= v <= MAX_KERNEL_COUNT):
+            raise ConfigError(f"PIM kernel: {name} must be an integer >= 0 and <= 2**40, "
+                              f"got {v!r}")
+    elif name == "gap_ns":
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"PIM kernel: gap_ns must be a finite number >= 0, got {v!r}")
+    elif name == "sync":
+        if not (isinstance(v, (bool, np.bool_)) or v in BARRIER_SCOPES):
+            raise ConfigError(f"PIM kernel: sync must be a bool or one of "
+                              f"{', '.join(BARRIER_SCOPES)}, got {v!r}")
+    elif name == "group":
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ConfigError(f"PIM kernel: group must be an integer >= 0, got {v!r}")
+
+
 @dataclass(frozen=True)
 class GemvKernel:
     """One GEMV kernel as run by ONE pseudo-channel's PIM units (a kernel descriptor).
@@ -113,30 +143,26 @@ class GemvKernel:
     vectors_per_pass: int = 1
 
     def __post_init__(self):
-        v = self.vectors_per_pass
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
-                1 <= v <= engine.MAX_VPP):
-            raise ConfigError(f"PIM kernel: vectors_per_pass must be an integer in "
-                              f"[1, {engine.MAX_VPP}], got {v!r}")
-        for name in ("n_vectors", "n_chunks", "gw_per_chunk", "rows_per_chunk", "macs_per_row",
-                     "n_res", "base_row"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (
-                    0 <= v <= MAX_KERNEL_COUNT):
-                raise ConfigError(f"PIM kernel: {name} must be an integer >= 0 and <= 2**40, "
-                                  f"got {v!r}")
+        for name in _KERNEL_CHECKS:
+            _check_kernel_field(name, getattr(self, name))
         if self.n_vectors < 1 or self.n_chunks < 1:
             raise ConfigError("PIM kernel: n_vectors and n_chunks must be >= 1")
-        g = self.gap_ns
-        if isinstance(g, bool) or not isinstance(g, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(g) or g < 0:
-            raise ConfigError(f"PIM kernel: gap_ns must be a finite number >= 0, got {g!r}")
-        if not (isinstance(self.sync, (bool, np.bool_)) or self.sync in BARRIER_SCOPES):
-            raise ConfigError(f"PIM kernel: sync must be a bool or one of "
-                              f"{', '.join(BARRIER_SCOPES)}, got {self.sync!r}")
-        if isinstance(self.group, bool) or not isinstance(self.group, (int, np.integer)) or (
-                self.group < 0):
-            raise ConfigError(f"PIM kernel: group must be an integer >= 0, got {self.group!r}")
+
+    def evolve(self, **changes) -> GemvKernel:
+        """``dataclasses.replace(self, **changes)`` that checks only the changed fields (the
+        others were checked when this kernel was made): a program builder derives tens of
+        thousands of kernels a step, and ``replace`` re-ran every check and ``__init__``."""
+        out = object.__new__(GemvKernel)
+        d = out.__dict__
+        d.update(self.__dict__)
+        for name, v in changes.items():
+            if name not in d:
+                raise TypeError(f"GemvKernel has no field {name!r}")
+            _check_kernel_field(name, v)
+            d[name] = v
+        if d["n_vectors"] < 1 or d["n_chunks"] < 1:
+            raise ConfigError("PIM kernel: n_vectors and n_chunks must be >= 1")
+        return out
 
     @property
     def passes(self) -> int:
@@ -173,37 +199,46 @@ class GemvKernel:
         return ("group", int(self.group))
 
     def _row(self, spec: DramSpec) -> list[int]:
-        if self.macs_per_row > spec.pim_row_bursts:
+        """The engine's descriptor row of this kernel (:data:`engine.KERNEL_FIELDS` order),
+        checked against the spec (ConfigError when it does not fit)."""
+        bursts, bundles, res_rows, n_rows, reserved, tick_ns, fields = _row_context(spec)
+        if self.macs_per_row > bursts:
             raise ConfigError(
                 f"PIM kernel: macs_per_row ({self.macs_per_row}) exceeds the "
-                f"{spec.pim_row_bursts} bursts a PU can read from one activated row")
-        used = self.dram_rows(spec.pim.bundles)
+                f"{bursts} bursts a PU can read from one activated row")
+        used = self.dram_rows(bundles)
         if used:  # the GRF_B writes of an "hbm-pim" protocol go to the row after the weights
-            used += result_rows(spec)
-        if used and self.base_row + used > spec.org.rows:
-            extra = " and the result row after them" if result_rows(spec) else ""
+            used += res_rows
+        if used and self.base_row + used > n_rows:
+            extra = " and the result row after them" if res_rows else ""
             raise ConfigError(
                 f"PIM kernel {self}: its weights{extra} need rows {self.base_row}.."
                 f"{self.base_row + used - 1} of every bank ({used} rows from base_row "
-                f"{self.base_row}) but a bank of {spec.name} has {spec.org.rows} rows")
-        hit = [r for r in reserved_rows(spec) if used and self.base_row <= r < self.base_row + used]
+                f"{self.base_row}) but a bank of {spec.name} has {n_rows} rows")
+        hit = [r for r in reserved if used and self.base_row <= r < self.base_row + used]
         if hit:
             raise ConfigError(
                 f"PIM kernel {self}: its weights use rows {self.base_row}.."
                 f"{self.base_row + used - 1}, which hold row {hit[0]:#x} that the "
                 f"{spec.pim.modes!r} mode protocol of {spec.name} reserves (reserved: "
-                f"{', '.join(f'{r:#x}' for r in reserved_rows(spec))}); use base_row")
-        gap = int(np.ceil(self.gap_ns / spec.tick_ns - 1e-9)) if self.gap_ns else 0
+                f"{', '.join(f'{r:#x}' for r in reserved)}); use base_row")
+        gap = int(np.ceil(self.gap_ns / tick_ns - 1e-9)) if self.gap_ns else 0
         if gap > engine.MAX_TICK // 2:
             raise ConfigError(f"PIM kernel: gap_ns {self.gap_ns} is beyond the simulated time "
-                              f"range ({engine.MAX_TICK // 2 * spec.tick_ns:.3g} ns)")
-        values = {
-            "n_vectors": self.n_vectors, "n_chunks": self.n_chunks,
-            "gw_per_chunk": self.gw_per_chunk, "rows_per_chunk": self.rows_per_chunk,
-            "macs_per_row": self.macs_per_row, "n_res": self.n_res, "base_row": self.base_row,
-            "gap_ticks": gap, "vectors_per_pass": self.vectors_per_pass,
-        }
-        return [int(values[f]) for f in engine.KERNEL_FIELDS]  # the engine's descriptor layout
+                              f"range ({engine.MAX_TICK // 2 * tick_ns:.3g} ns)")
+        d = self.__dict__
+        return [gap if f == "gap_ticks" else int(d[f]) for f in fields]
+
+
+def _row_context(spec: DramSpec) -> tuple:
+    """What :meth:`GemvKernel._row` reads of a spec, computed once per spec object (specs are
+    frozen) and kept on it."""
+    ctx = spec.__dict__.get("_kernel_row_context")
+    if ctx is None:
+        ctx = (spec.pim_row_bursts, spec.pim.bundles, result_rows(spec), spec.org.rows,
+               reserved_rows(spec), spec.tick_ns, tuple(engine.KERNEL_FIELDS))
+        object.__setattr__(spec, "_kernel_row_context", ctx)
+    return ctx
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -185,12 +185,8 @@ _LAYOUTS_MAX = 200_000
 
 
 def _at_row(kernel: GemvKernel, row: int) -> GemvKernel:
-    """``kernel`` with its weights from ``row`` (``dataclasses.replace`` without re-running the
-    validation of fields that did not change; the engine checks that the rows exist)."""
-    out = object.__new__(GemvKernel)
-    out.__dict__.update(kernel.__dict__)
-    out.__dict__["base_row"] = int(row)
-    return out
+    """``kernel`` with its weights from ``row`` (the engine checks that the rows exist)."""
+    return kernel.evolve(base_row=int(row))
 
 
 def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequence[int], *,
@@ -305,8 +301,8 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             if unit:
                 # scores stay beside the PUs for the softmax unit, whose probabilities are the
                 # value GEMV's input: no score readback, no probability writes over the bus
-                ks.append(place(replace(sc.kernel, n_res=0)))
-                kv.append(place(replace(va.kernel, gw_per_chunk=0)))
+                ks.append(place(sc.kernel.evolve(n_res=0)))
+                kv.append(place(va.kernel.evolve(gw_per_chunk=0)))
                 sms.append(s.n_q * s.tokens / (unit * g) * spec.tCK_ns)
                 est_s.append(estimate_kernel_ns(spec, sc.kernel))
             else:
@@ -327,8 +323,8 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
                 nxt = est_s[i + 1] if i + 1 < len(ss) else 0.0
                 if i + 1 < len(ss):
                     seq.append(ks[i + 1])
-                seq.append(replace(kv[i], gap_ns=max(sms[i] - nxt, 0.0), sync=sync,
-                                   group=grp))
+                seq.append(kv[i].evolve(gap_ns=max(sms[i] - nxt, 0.0), sync=sync,
+                                      group=grp))
             sm_unit_ns = max(sm_unit_ns, sum(sms))
             for q in range(grp * g, (grp + 1) * g):
                 progs[q] = seq
@@ -343,8 +339,16 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
         softmax = step.ns(sm_bytes)
         # the value phase starts after every score is back and the GPU's softmax: a barrier
         # over every PC with work (all channels)
-        prog = [score[q] + ([replace(value[q][0], gap_ns=softmax, sync="all")] + value[q][1:]
-                            if value[q] else []) for q in range(n_pcs)]
+        # one program object per group: the device converts each distinct object once
+        per_group: dict[int, list[GemvKernel]] = {}
+        prog = []
+        for q in range(n_pcs):
+            p_q = per_group.get(id(value[q]))
+            if p_q is None:
+                p_q = per_group[id(value[q])] = score[q] + (
+                    [value[q][0].evolve(gap_ns=softmax, sync="all")] + value[q][1:]
+                    if value[q] else [])
+            prog.append(p_q)
     if device is None:
         device = PimDevice(spec, log=log)
         start_ns = 0.0 if start_ns is None else start_ns

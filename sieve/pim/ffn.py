@@ -196,8 +196,8 @@ def _group_program(gu: GemvLayout, d: GemvLayout, shape: FfnShape, work: list[tu
     def k(lay, slot, n, gap, off):
         base = _slot_base("PIM expert FFN", slot, slot_rows, n_rows) + off
         barrier = sync if (sync and gap > 0) else False
-        return lay.with_kernel(n_vectors=n, gap_ns=gap, sync=barrier, group=group,
-                               base_row=base).kernel
+        return lay.kernel.evolve(n_vectors=n, gap_ns=gap, sync=barrier, group=group,
+                                 base_row=base)
 
     per_tok = _act_bytes(gu, shape)
     if order == "layer":

@@ -96,13 +96,13 @@ class GemvLayout:
         (``tile_rows``) one kernel per tile, each at the rows after the previous one's and
         started right after it (no ``gap_ns``)."""
         k = self.kernel
-        return [k] + [_replace(k, base_row=k.base_row + i * self.tile_stride, gap_ns=0.0)
+        return [k] + [k.evolve(base_row=k.base_row + i * self.tile_stride, gap_ns=0.0)
                       for i in range(1, self.output_tiles)]
 
     def with_kernel(self, **changes) -> GemvLayout:
         """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
         ``gap_ns``, ``sync``)."""
-        return _replace(self, kernel=_replace(self.kernel, **changes))
+        return _replace(self, kernel=self.kernel.evolve(**changes))
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "kernel"}
