@@ -391,7 +391,9 @@ def test_kernel_evolve_is_a_checked_replace():
     from dataclasses import replace
 
     from sieve.dram.device import GemvKernel
+    from sieve.dram.pim_device import _KERNEL_CHECKS
 
+    assert set(_KERNEL_CHECKS) == set(GemvKernel.__dataclass_fields__)  # every field checked
     k = GemvKernel(2, 3, 4, 5, 6, 7, gap_ns=1.5, sync="group", group=2)
     for ch in ({"base_row": 9}, {"n_vectors": 5, "gap_ns": 0.0, "sync": "all"},
                {"vectors_per_pass": 4}, {"group": 0, "sync": False}, {}):

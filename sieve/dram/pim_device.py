@@ -156,7 +156,7 @@ class GemvKernel:
         d = out.__dict__
         d.update(self.__dict__)
         for name, v in changes.items():
-            if name not in d:
+            if name not in _KERNEL_CHECKS:
                 raise TypeError(f"GemvKernel has no field {name!r}")
             _check_kernel_field(name, v)
             d[name] = v
