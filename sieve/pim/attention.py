@@ -32,6 +32,7 @@ Layer types (docs/model-of-computation.md, *PIM kernels*, K6-K8):
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -141,13 +142,15 @@ def default_pcs_per_slice(spec: DramSpec | str, n_slices: int) -> int:
 def _lpt(loads: Sequence[float], n_groups: int) -> tuple[float, list[int]]:
     """Longest-processing-time-first placement of ``loads`` on ``n_groups`` groups: the
     makespan and each load's group (loads in the given order, which callers sort)."""
-    load = np.zeros(n_groups)
+    # a heap of (load, group): its top is the least-loaded group, the lowest-numbered among
+    # equals (np.argmin's choice, which it replaced: a numpy call per load cost more)
+    heap = [(0.0, grp) for grp in range(n_groups)]
     where = []
     for x in loads:
-        grp = int(np.argmin(load))
+        load, grp = heap[0]
         where.append(grp)
-        load[grp] += x
-    return float(load.max()) if n_groups else 0.0, where
+        heapq.heapreplace(heap, (load + float(x), grp))
+    return max(h[0] for h in heap) if n_groups else 0.0, where
 
 
 def gdn_decode_gpu_ns(model, layer: int, batch: int, *, gpu: str | GpuSpec | None = None,
