@@ -6,9 +6,9 @@ in ``--baseline DIR``, a checkout with its compiled extensions, e.g. ``git workt
 order alternating from pair to pair, so that neither build gains from running second. A
 worker times every point with ``time.perf_counter`` (wall) and ``time.process_time`` (CPU)
 after one unmeasured run of a small point of another model (imports, engine start-up; every
-timed point builds its own PIM layouts, as a fresh worker's first run of it does), and checks
-nothing but its own results: both builds must give the same throughput at every point unless ``--allow-diff``
-(a speed change must not change a result).
+timed point builds its own PIM layouts, as a fresh worker's first run of it does). Both builds
+must give the same throughput at every point unless ``--allow-diff`` (a speed change must not
+change a result).
 
 Prints, per point and build, wall and CPU seconds (min / median / max over the pairs) and
 the median over pairs of the per-pair ratio new / base; on a noisy machine the per-pair ratio
