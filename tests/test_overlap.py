@@ -4,6 +4,8 @@ method."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -104,13 +106,11 @@ def test_sieve_cp_under_tbo_counts_the_shared_gpu_lane():
     assert cp <= allexp * 1.005
 
 
-def test_other_attention_timing_is_a_lower_bound_of_the_schedule():
-    """Under two-batch overlap a decision sees the other micro-batch's next attention
-    (LayerTiming.other_attn_*): where it is filled, that attention starts no earlier than the
-    decision's end plus the ready time (its kernels' compute on the compute lane from when it
-    is free); the shared HBM lane makes no kernel wait for a whole expert stream, so the
-    blocked part is never given. Qwen3-30B-A3B MATH-500 B=32 on one B200: attention on PIM is
-    the bottleneck, and the term is filled at some decisions."""
+@functools.lru_cache(maxsize=2)
+def _spied_decisions(**kw):
+    """A two-batch-overlap schedule (:func:`_schedule` with ``kw``) decided by sieve-cp, and
+    each decision task with the LayerTiming it was given, in decision order (kept for the
+    tests that read the same schedule; they only read it)."""
     from sieve.sched import methods as registry
     from sieve.sched.cp import sieve_cp
     from sieve.sched.methods import Method
@@ -123,15 +123,26 @@ def test_other_attention_timing_is_a_lower_bound_of_the_schedule():
 
     registry.SCHEDULERS["spy"] = Method("spy", spy)
     try:
-        builder, res = _schedule("spy", "tbo", model="qwen3-30b-a3b", system="1xb200",
-                                 batch=32, layers=6, workload="math-500")
+        builder, _ = _schedule("spy", "tbo", **kw)
     finally:
         del registry.SCHEDULERS["spy"]
     decisions = sorted((t for t in builder.sched.tasks if t.name == "scheduler"),
                        key=lambda t: t.start_ns)
     assert len(decisions) == len(seen)
+    return builder, list(zip(decisions, seen))
+
+
+def test_other_attention_timing_is_a_lower_bound_of_the_schedule():
+    """Under two-batch overlap a decision sees the other micro-batch's next attention
+    (LayerTiming.other_attn_*): where it is filled, that attention starts no earlier than the
+    decision's end plus the ready time (its kernels' compute on the compute lane from when it
+    is free); the shared HBM lane makes no kernel wait for a whole expert stream, so the
+    blocked part is never given. Qwen3-30B-A3B MATH-500 B=32 on one B200: attention on PIM is
+    the bottleneck, and the term is filled at some decisions."""
+    builder, decided = _spied_decisions(model="qwen3-30b-a3b", system="1xb200", batch=32,
+                                        layers=6, workload="math-500")
     filled = 0
-    for dec, timing in zip(decisions, seen):
+    for dec, timing in decided:
         if timing.other_attn_ready_ns is None:
             continue
         filled += 1
@@ -149,26 +160,9 @@ def test_tbo_period_counts_shared_lane_loads_by_work():
     the HBM lane's loads by their work, not by their span on the shared lane: two loads side
     by side each take twice their work, and counted by span the bound exceeded the layer's
     work. Qwen3-30B-A3B MATH-500 B=32 on one B200."""
-    from sieve.sched import methods as registry
-    from sieve.sched.cp import sieve_cp
-    from sieve.sched.methods import Method
-
-    seen = []
-
-    def spy(load, est):
-        seen.append(load.timing)
-        return sieve_cp(load, est)
-
-    registry.SCHEDULERS["spy"] = Method("spy", spy)
-    try:
-        builder, _ = _schedule("spy", "tbo", model="qwen3-30b-a3b", system="1xb200", batch=32,
-                               layers=6, workload="math-500")
-    finally:
-        del registry.SCHEDULERS["spy"]
-    decisions = sorted((t for t in builder.sched.tasks if t.name == "scheduler"),
-                       key=lambda t: t.start_ns)
-    assert len(decisions) == len(seen)
-    for dec, timing in zip(decisions, seen):
+    builder, decided = _spied_decisions(model="qwen3-30b-a3b", system="1xb200", batch=32,
+                                        layers=6, workload="math-500")
+    for dec, timing in decided:
         g, layer, mb = dec.info["gpu"], dec.info["layer"], dec.info["mb"]
         work = sum(t.work_ns for m in (0, 1) for t in builder.layer_tasks[(g, layer, m)]
                    if t.lanes[0].startswith("hbm")
