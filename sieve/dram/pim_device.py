@@ -152,7 +152,7 @@ class GemvKernel:
         """``dataclasses.replace(self, **changes)`` that checks only the changed fields (the
         others were checked when this kernel was made): a program builder derives tens of
         thousands of kernels a step, and ``replace`` re-ran every check and ``__init__``."""
-        out = object.__new__(GemvKernel)
+        out = object.__new__(type(self))
         d = out.__dict__
         d.update(self.__dict__)
         for name, v in changes.items():

@@ -99,11 +99,6 @@ class GemvLayout:
         return [k] + [k.evolve(base_row=k.base_row + i * self.tile_stride, gap_ns=0.0)
                       for i in range(1, self.output_tiles)]
 
-    def with_kernel(self, **changes) -> GemvLayout:
-        """The same layout with kernel fields replaced (``n_vectors``, ``base_row``,
-        ``gap_ns``, ``sync``)."""
-        return _replace(self, kernel=self.kernel.evolve(**changes))
-
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "kernel"}
         d["kernel"] = dict(self.kernel.__dict__)
