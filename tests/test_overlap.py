@@ -168,3 +168,18 @@ def test_tbo_period_counts_shared_lane_loads_by_work():
                    if t.lanes[0].startswith("hbm")
                    and not (m == mb and t.name.startswith("experts_gpu")))
         assert timing.hbm_period_ns <= work + 1e-6
+
+
+@pytest.mark.xfail(strict=True, reason="known: sieve-cp's two micro-batches decide their splits "
+                   "one after the other against lane bounds that price only the sum of their "
+                   "work, so the split between them drifts along the step (docs/system.md §5); "
+                   "0.912x Duplex here")
+def test_sieve_cp_under_tbo_keeps_up_with_duplex_where_the_micro_batches_are_alike():
+    """Qwen3-30B-A3B HH-RLHF B=256 on one B200 under two-batch overlap (8 sampled layers, the
+    validation's setting): sieve-cp's throughput within 1 % of Duplex's, a split it could
+    choose. Strict: passing means the drift is fixed, and this marker goes."""
+    kw = dict(model="qwen3-30b-a3b", system="1xb200", batch=256, steps=1, warmup=1, layers=8,
+              overlap="tbo")
+    duplex = simulate_run(RunConfig(method="duplex", **kw)).row["throughput_tok_s_gpu"]
+    cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
+    assert cp >= 0.99 * duplex
