@@ -41,7 +41,12 @@ micro-batches, and the scan minimises ``J = max(T + chain, P_gpu + occ_gpu(G), P
 occ_hbm(G), P_pim + T_PIM(S))`` (:class:`~sieve.sched.partition.LayerTiming`'s period fields;
 ``occ``: the GPU experts' weight stream on the HBM lane, the rest of their kernel time on the
 compute lane). GPU experts then count as the delay they put on the other micro-batch's chain
-on a busy compute lane. With the period fields 0 (no overlap) ``J = T``.
+on a busy compute lane. With the period fields 0 (no overlap) ``J = T``. The step simulator
+fills ``chain_ns`` and ``P_gpu`` only (:meth:`sieve.system.step._Builder._period`): the HBM and
+PIM lanes' work is mostly the two micro-batches' expert streams and programs, which one
+decision can shift onto the other's, and bounding their sums made each decision answer the
+other's last split, so the two drifted apart (docs/system.md §5); the terms below stay in the
+estimate for a caller whose lanes they describe.
 
 The lane bounds assume the lanes' work interleaves freely; one dependency breaks that often
 enough to price it: when the other micro-batch's next attention still has GPU kernels to run,
