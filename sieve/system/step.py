@@ -983,7 +983,7 @@ class _Builder:
         last split and the two drifted apart (docs/system.md §5, docs/schedulers.md). The
         compute lane's work is mostly both micro-batches' fixed kernels, which no split moves
         (the case the bound is for: Qwen3-30B-A3B B=8, tests/test_overlap.py)."""
-        def dur(t: Task) -> float:  # its work (on the shared HBM lane not its span)
+        def dur(t: Task) -> float:  # its own time once placed, else as built
             return t.work_ns if t.placed else float(t.duration)
 
         gpu = chain = 0.0
