@@ -165,3 +165,35 @@ def test_sieve_cp_under_tbo_keeps_up_with_duplex_where_the_micro_batches_are_ali
     duplex = simulate_run(RunConfig(method="duplex", **kw)).row["throughput_tok_s_gpu"]
     cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
     assert cp >= 0.99 * duplex
+
+
+def test_tbo_splits_steady_state_window():
+    """benchmarks/tbo_splits.py --window (the steady state docs/system.md §5 quotes): per layer,
+    no lane is busy longer than the period (a shared lane's concurrent loads count once), the
+    period is the first decider's decision spacing, and a window over layers the step did not
+    simulate is refused with the simulated layers named."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tbo_splits.py"
+    spec = importlib.util.spec_from_file_location("tbo_splits", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = RunConfig(model="qwen3-30b-a3b", system="1xb200", method="duplex", batch=32, steps=1,
+                    warmup=1, layers=4, overlap="tbo")
+    _, parts, step = mod.splits(cfg)
+    first = parts[0]["mb"]
+    layers = sorted({p["layer"] for p in parts if p["mb"] == first})
+    a, b = layers[1], layers[-1]
+    ss = mod.steady_state(step, parts, a, b)
+    at = {p["layer"]: p["decided_ns"] for p in parts if p["mb"] == first}
+    n = sum(1 for x in layers if a <= x < b)
+    assert ss["period_ns"] == pytest.approx((at[b] - at[a]) / n)
+    assert set(ss["lanes"]) >= {"gpu", "hbm", "pim"}
+    for busy in ss["lanes"].values():
+        assert 0.0 <= busy <= ss["period_ns"] + 1e-6
+    # a shared lane's loads overlap: their summed spans may exceed the lane's busy time
+    loads = sum(v for k, v in ss["names"].items() if k.endswith("_load"))
+    assert loads >= ss["lanes"]["hbm"] - 1e-6
+    with pytest.raises(SystemExit, match="not simulated"):
+        mod.steady_state(step, parts, a, a + 1 if a + 1 not in at else b + 1)
