@@ -36,8 +36,9 @@ def splits(cfg: RunConfig) -> tuple[float, list[dict], object]:
 
 def steady_state(step, parts: list[dict], a: int, b: int) -> dict:
     """Per layer between the first-deciding micro-batch's decisions of layers ``a`` and ``b``
-    on GPU 0: the period, each lane kind's busy time (union of spans) and each task name's
-    time (its spans clipped to the window, summed)."""
+    on GPU 0: the period, each lane kind's busy time (union of spans), each task name's time
+    (its spans clipped to the window, summed) and each micro-batch's mean GPU experts over
+    the layers ``a <= layer < b``, the first to decide first."""
     first = parts[0]["mb"]
     at = {p["layer"]: p["decided_ns"] for p in parts if p["mb"] == first}
     if a not in at or b not in at or b <= a:
@@ -64,7 +65,12 @@ def steady_state(step, parts: list[dict], a: int, b: int) -> dict:
     for t in tasks:
         names[t["name"]] = names.get(t["name"], 0.0) + (min(t["end_ns"], w1)
                                                         - max(t["start_ns"], w0)) / n
-    return {"period_ns": (w1 - w0) / n, "lanes": lanes, "names": names}
+    gpu_experts = {}
+    for m in (first, 1 - first):
+        mine = [p["experts_gpu"] for p in parts if p["mb"] == m and a <= p["layer"] < b]
+        gpu_experts[m] = sum(mine) / max(len(mine), 1)
+    return {"period_ns": (w1 - w0) / n, "lanes": lanes, "names": names,
+            "gpu_experts": gpu_experts}
 
 
 def main(argv=None) -> int:
@@ -97,14 +103,10 @@ def main(argv=None) -> int:
         if args.window:
             a, b = (int(x) for x in args.window.split(":"))
             ss = steady_state(step, parts, a, b)
-            mean_gpu = {m: sum(p["experts_gpu"] for p in parts if p["mb"] == m
-                               and a <= p["layer"] < b) / max(1, sum(
-                                   1 for p in parts if p["mb"] == m and a <= p["layer"] < b))
-                        for m in (parts[0]["mb"], 1 - parts[0]["mb"])}
+            order = ("first", "second")
             print(f"layers {a}-{b}: period {ss['period_ns'] / 1e3:.1f} us/layer; GPU experts, "
-                  "mean: " + ", ".join(f"micro-batch {m} (decides "
-                                       f"{'first' if m == parts[0]['mb'] else 'second'}) "
-                                       f"{v:.1f}" for m, v in mean_gpu.items()))
+                  "mean: " + ", ".join(f"micro-batch {m} (decides {order[i]}) {v:.1f}"
+                                       for i, (m, v) in enumerate(ss["gpu_experts"].items())))
             print("  lanes busy [us/layer]: " + ", ".join(
                 f"{k} {v / 1e3:.1f}" for k, v in ss["lanes"].items()))
             top = sorted(ss["names"].items(), key=lambda kv: -kv[1])[:8]
