@@ -158,7 +158,11 @@ Q_TMIN = 25   # smallest token tile of a grouped GEMM (0: no padding)
 Q_TMAX = 26   # largest token tile
 Q_NACT = 27   # out: activated experts (token count > 0)
 Q_CMAX = 28   # out: the largest token count (the caller grows a table shorter than it)
-Q_N = 29
+# two-batch overlap: the other micro-batch's cycle (LayerTiming.other_stream_*, other_chain_ns)
+Q_XE = 29     # when its GPU expert stream would end on the shared HBM lane (< 0: no term)
+Q_XR = 30     # that stream's work left (this split's stream delays it by at most this)
+Q_XC = 31     # its chain from that end to its next decision
+Q_N = 32
 
 
 cdef inline double _cbrt12(double x) noexcept nogil:
@@ -259,6 +263,17 @@ cdef inline double _cp_obj(double t, double n, double t_gpu, double pim, double 
     return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
 
 
+cdef inline double _cp_cyc(double n, double w, double bw, double xe, double xr, double xc
+                           ) noexcept nogil:
+    """Two-batch overlap: the earliest the other micro-batch decides again, its GPU expert
+    stream's projected end xe, delayed by this split's weight stream (at most the xr it has
+    left: processor sharing), then its chain xc. 0 without the term (xe < 0)."""
+    if xe < 0:
+        return 0.0
+    cdef double occ_h = w * n / bw if n > 0 else 0.0
+    return xe + (occ_h if occ_h < xr else xr) + xc
+
+
 cdef struct FillFit:
     Py_ssize_t lo       # smallest observed count (-1: none)
     Py_ssize_t hi       # largest observed count
@@ -321,7 +336,8 @@ cdef inline double _fill_at(Py_ssize_t i, const double* values, const int64_t* n
 
 def cp_timing(double[::1] par, object t, double fixed):
     """Write a LayerTiming (sieve.sched.partition) and the PIM fixed time into sieve_cp_greedy's
-    par (Q_H ... Q_OB, Q_FIXED; None for other_attn_* -> -1): sieve.sched.cp.sieve_cp's one
+    par (Q_H ... Q_OB, Q_XE ... Q_XC, Q_FIXED; None for other_attn_* and other_stream_end_ns
+    -> -1): sieve.sched.cp.sieve_cp's one
     call per decision instead of a dozen item stores in Python."""
     if par.shape[0] < Q_N:
         raise ValueError("cp_timing: par must hold Q_N values")
@@ -338,6 +354,10 @@ def cp_timing(double[::1] par, object t, double fixed):
     par[19] = t.pim_period_ns  # Q_PP
     par[20] = -1.0 if o_r is None else <double>o_r  # Q_OR
     par[21] = -1.0 if o_b is None else <double>o_b  # Q_OB
+    cdef object x_e = t.other_stream_end_ns
+    par[29] = -1.0 if x_e is None else <double>x_e  # Q_XE
+    par[30] = 0.0 if x_e is None else <double>t.other_stream_left_ns  # Q_XR
+    par[31] = 0.0 if x_e is None else <double>t.other_chain_ns  # Q_XC
 
 
 def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
@@ -345,7 +365,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
     """One decision of the critical-path Sieve: the seed's sort and single scan, moving the next
     most popular expert to the GPU while the estimate strictly decreases: T = max(link free for
     the combine, end of GPU experts, end of PIM experts), under two-batch overlap with the
-    lanes' period bounds (_cp_obj; Q_* layout of par). A count's PIM time is table[c], read
+    lanes' period bounds (_cp_obj), the other micro-batch's next attention (_cp_att) and its
+    next decision (_cp_cyc; Q_* layout of par). A count's PIM time is table[c], read
     with its unobserved counts filled from the observed ones (fill_unobserved's values, only
     for the counts the layer has) when n_obs (the table's observations per count) is given,
     as is when n_obs is empty; c * slope past the table's end. Returns the experts moved, -1
@@ -369,6 +390,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
     cdef double chain = par[Q_CHAIN], pg = par[Q_PG], ph = par[Q_PH], pp = par[Q_PP]
     cdef double orr = par[Q_OR], ob = par[Q_OB]
+    cdef double xe = par[Q_XE], xr = par[Q_XR], xc = par[Q_XC]
     cdef double pn = par[Q_PN], tmin = par[Q_TMIN], tmax = par[Q_TMAX]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
@@ -417,7 +439,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
         ep_cur = p0 + pim if n_act > 0 else 0.0
         t_cur = _dmax(_cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, bw, chain,
                               pg, ph, pp),
-                      _cp_att(0.0, pim, h, p0, pp, orr, ob))
+                      _dmax(_cp_att(0.0, pim, h, p0, pp, orr, ob),
+                            _cp_cyc(0.0, w, bw, xe, xr, xc)))
         t0 = t_cur
         c_prev = -1
         for j in range(n_act):
@@ -433,7 +456,9 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
             e_p = p0 + pim if j < n_act - 1 else 0.0
             t_new = _dmax(_cp_obj(_dmax(cr, _dmax(e_g, e_p)), n_g + 1, tg,
                                   pim if j < n_act - 1 else 0.0, w, bw, chain, pg, ph, pp),
-                          _cp_att(e_g, pim if j < n_act - 1 else 0.0, h, p0, pp, orr, ob))
+                          _dmax(_cp_att(e_g, pim if j < n_act - 1 else 0.0, h, p0, pp, orr,
+                                        ob),
+                                _cp_cyc(n_g + 1, w, bw, xe, xr, xc)))
             steps += 1
             if t_new < t_cur:
                 n_g += 1

@@ -60,6 +60,18 @@ shared and leaves it None), and the scan adds ``P_pim + max(T_PIM(S), R - max(p,
 ``blocked``. ``R`` never decreases along the scan and ``T_PIM`` never increases, so the
 estimate stays quasi-convex.
 
+**The other micro-batch's cycle.** Under two-batch overlap a decision is often taken while the
+other micro-batch's GPU expert stream still runs on the shared HBM lane; this split's stream
+then runs beside it and delays it by ``min(W, R_o)`` (processor sharing: ``W`` this split's
+weight stream, ``R_o`` the other's work left), and with it everything the other does until it
+decides again. Where the first micro-batch to decide streamed more than its share, the second
+fell further behind each layer and set the period (Qwen3-30B-A3B's drawn colocated batches,
+docs/system.md §5). The step gives the other stream's projected end ``E_o``, ``R_o`` and the
+other's chain from that end to its next decision ``C_o`` (:class:`~sieve.sched.partition.
+LayerTiming`'s ``other_stream_*`` and ``other_chain_ns``), and the scan adds ``J >= E_o +
+min(occ_hbm(G), R_o) + C_o``, the earliest that micro-batch decides again; it never decreases
+along the scan.
+
 ``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along
 the sorted prefixes, so the estimate is quasi-convex along the scan and the first non-decrease
 is the best prefix: every split that is a prefix of the popularity order (all on PIM = AllExp,
@@ -266,6 +278,9 @@ def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
         if t.other_attn_blocked_ns is not None:
             r = max(r, e_g if e_g > 0 else t.hbm_ready_ns) + t.other_attn_blocked_ns
         j = max(j, t.pim_period_ns + max(t_pim, r - max(t.pim_ready_ns, t.dispatch_ns)))
+    if t.other_stream_end_ns is not None:  # the other micro-batch's next decision
+        j = max(j, t.other_stream_end_ns + min(occ_h, t.other_stream_left_ns)
+                + t.other_chain_ns)
     return j
 
 

@@ -55,6 +55,16 @@ class LayerTiming:
         other_attn_blocked_ns: kernels of that chain that wait for this micro-batch's whole
             GPU expert stream, as on a first-come-first-served HBM lane (None: none do; the
             step's HBM lane is shared, so it never sets it).
+        other_stream_end_ns: two-batch overlap: when the other micro-batch's GPU expert
+            weight stream, still running on the shared HBM lane, would end if nothing joined
+            it (None: none is running; then the other two fields are None too).
+        other_stream_left_ns: that stream's work left, at the lane's whole rate: the most
+            this split's stream can delay it (processor sharing: a stream of ``W`` beside it
+            delays it by ``min(W, left)``).
+        other_chain_ns: the other micro-batch's chain from that stream's end to its next
+            decision: its expert kernels and weighted sum, the next layer's kernels, its
+            attention (observed EMA) and its decision. With the two fields above, a lower
+            bound on when that micro-batch decides again, which this split's stream moves.
     """
 
     hbm_ready_ns: float = 0.0
@@ -68,16 +78,24 @@ class LayerTiming:
     pim_period_ns: float = 0.0
     other_attn_ready_ns: float | None = None
     other_attn_blocked_ns: float | None = None
+    other_stream_end_ns: float | None = None
+    other_stream_left_ns: float | None = None
+    other_chain_ns: float | None = None
 
     def __post_init__(self):
         for n in ("hbm_ready_ns", "gpu_ready_ns", "dispatch_ns", "pim_ready_ns",
                   "combine_ready_ns", "chain_ns", "gpu_period_ns", "hbm_period_ns",
-                  "pim_period_ns", "other_attn_ready_ns", "other_attn_blocked_ns"):
+                  "pim_period_ns", "other_attn_ready_ns", "other_attn_blocked_ns",
+                  "other_stream_end_ns", "other_stream_left_ns", "other_chain_ns"):
             v = getattr(self, n)
             if v is not None or not n.startswith("other_"):
                 object.__setattr__(self, n, check_number("layer timing", n, v))
         if self.other_attn_ready_ns is None and self.other_attn_blocked_ns is not None:
             raise ConfigError("layer timing: other_attn_blocked_ns needs other_attn_ready_ns")
+        cyc = (self.other_stream_end_ns, self.other_stream_left_ns, self.other_chain_ns)
+        if any(v is None for v in cyc) and any(v is not None for v in cyc):
+            raise ConfigError("layer timing: other_stream_end_ns, other_stream_left_ns and "
+                              "other_chain_ns go together (all three or none)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -282,6 +282,28 @@ class Schedule:
             free = max(free, sh.empty_ns())
         return free
 
+    def sharers(self, lane: str, at_ns: float) -> list[tuple[Task, float]]:
+        """A shared lane's running sharers, in the order they joined, each with its work left
+        at ``at_ns`` (ns at the lane's whole rate) if no other task joined before then
+        (processor sharing from the lane's clock on; a sharer that would have ended by then
+        has 0 left). Empty for a lane that is not shared or runs nothing."""
+        sh = self._sharing.get(lane)
+        if sh is None or not sh.running:
+            return []
+        left = {t.id: t._rem for t in sh.running}
+        span = max(at_ns - sh.clock, 0.0)
+        live = sorted(sh.running, key=lambda t: (t._rem, t.id))
+        done = 0.0  # work each live sharer has received since the clock
+        while live and span > 0.0:
+            first = left[live[0].id] - done
+            if first * len(live) > span:
+                done += span / len(live)
+                break
+            done += first
+            span -= first * len(live)
+            live.pop(0)
+        return [(t, max(left[t.id] - done, 0.0)) for t in sh.running]
+
     # ---- results -------------------------------------------------------------------------------
     @property
     def makespan_ns(self) -> float:

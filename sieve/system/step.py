@@ -621,6 +621,8 @@ class _Builder:
         self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
+        self.layers_run: list[int] = []  # the step's sampled layers, in order (run)
+        self.layer_pos: dict[int, int] = {}  # and each one's place among them
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -965,8 +967,9 @@ class _Builder:
                 c += sum(float(t.duration) for t in self.link_tasks.get((layer, 1 - mb), ())
                          if not t.placed and t.name != "combine")
         period = self._period(task, g, layer, mb) if self.tbo else {}
+        cycle = self._other_cycle(sched, g, mb, t0) if self.tbo else {}
         return LayerTiming(hbm_ready_ns=h, gpu_ready_ns=gpu, dispatch_ns=d, pim_ready_ns=pim,
-                           combine_ready_ns=c, **period)
+                           combine_ready_ns=c, **period, **cycle)
 
     def _period(self, task: Task, g: int, layer: int, mb: int) -> dict[str, float]:
         """Two-batch overlap: this micro-batch's own chain outside its expert phase (its GPU
@@ -1005,6 +1008,50 @@ class _Builder:
         chain += sum(dur(t) for t in self.link_tasks.get((layer, mb), ())
                      if t.name != "dispatch")
         return {"chain_ns": chain, "gpu_period_ns": gpu}
+
+    def _other_cycle(self, sched: Schedule, g: int, mb: int, t0: float) -> dict[str, float]:
+        """Two-batch overlap: when the other micro-batch's GPU expert stream is running on the
+        shared HBM lane at this decision's end ``t0``, its projected end and work left there
+        and its chain from that end to its next decision (:class:`~sieve.sched.partition.
+        LayerTiming`'s ``other_stream_*`` and ``other_chain_ns``, ns from ``t0``); empty when
+        it runs none, or when its next sampled layer has no decision (a dense layer next, or
+        the step's last layer).
+
+        The chain is compute-lane work, as built: that layer's GPU experts' compute and
+        weighted sum, then the next layer's kernels up to its attention, the attention (the
+        observed EMA, or its prefill attention on the GPU if longer), the kernels after it and
+        the decision. Weight loads (on the HBM lane beside the kernels) and collectives are
+        left out, so it is a lower bound; it is what the experiment that chose the term used
+        (docs/system.md §5)."""
+        o = 1 - mb
+        ld = left = None
+        for t, rem in sched.sharers(f"hbm{g}", t0):
+            if t.name == "experts_gpu_load" and t.info["mb"] == o:
+                ld, left = t, rem
+        if ld is None:
+            return {}
+        lb = ld.info["layer"]
+        i = self.layer_pos.get(lb, -1)
+        if i < 0 or i + 1 >= len(self.layers_run):
+            return {}
+        nxt = self.layers_run[i + 1]
+        dec = self.sched_tasks.get((g, nxt, o))
+        if dec is None or dec.placed:
+            return {}
+        chain = sum(float(t.duration) for t in self.layer_tasks.get((g, lb, o), ())
+                    if not t.placed and t.name in ("experts_gpu", "wsum"))
+        prefill = 0.0
+        for t in self.layer_tasks.get((g, nxt, o), ()):
+            if t.name == "prefill_attn":  # beside the attention on PIM
+                prefill = float(t.duration)
+            elif t.lanes[0].startswith("gpu"):
+                chain += float(t.duration)
+        attn = 0.0
+        if self.pim_mode and (g, nxt, o) in self.attn_tasks:
+            attn = self.st.attn_seen[g].get(self.model.layer_types[nxt], 0.0)
+        chain += max(attn, prefill) + float(dec.duration)
+        return {"other_stream_end_ns": max(ld.end_ns - t0, 0.0), "other_stream_left_ns": left,
+                "other_chain_ns": chain}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
@@ -1070,6 +1117,8 @@ class _Builder:
         layers = _sampled_layers(self.full, self.o.layers, neighbours=paired)
         if any(x in self._moe and x not in trace_index for x in layers):
             layers = _sampled_layers(self.full, self.o.layers, covered, neighbours=paired)
+        self.layers_run = list(layers)  # in order; a decision looks one layer ahead of another
+        self.layer_pos = {x: i for i, x in enumerate(layers)}
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
