@@ -50,11 +50,14 @@ periods = st.one_of(st.just((0.0,) * 4), st.tuples(*[st.floats(0, 2e5)] * 4))
 #: the other micro-batch's next attention (ready, blocked part), or none
 other_attn = st.one_of(st.just((None, None)),
                        st.tuples(st.floats(0, 1e5), st.one_of(st.none(), st.floats(0, 5e4))))
+#: the other micro-batch's cycle (its stream's end, work left, chain to its next decision)
+other_cycle = st.one_of(st.just((None, None, None)), st.tuples(*[st.floats(0, 1.5e5)] * 3))
 loads = st.builds(
-    lambda counts, t, period, other, busy, comm: (np.array(counts, dtype=np.int64),
-                                                  t + period + other, busy, comm),
+    lambda counts, t, period, other, cycle, busy, comm: (np.array(counts, dtype=np.int64),
+                                                         t + period + other + cycle, busy,
+                                                         comm),
     st.lists(st.integers(0, 48), min_size=1, max_size=32),
-    st.tuples(*[st.floats(0, 8e4)] * 4), periods, other_attn,
+    st.tuples(*[st.floats(0, 8e4)] * 4), periods, other_attn, other_cycle,
     st.floats(0, 1e5), st.floats(0, 1e5))
 
 
@@ -67,11 +70,13 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
     the scan covers; PIMoE's too, on these layers."""
     counts, t, busy, comm = args
     est = _estimator(observe)
-    hbm, gpu, disp, pim, chain, pg, ph, pp, o_r, o_b = t
+    hbm, gpu, disp, pim, chain, pg, ph, pp, o_r, o_b, x_e, x_r, x_c = t
     load = LayerLoad(counts, est.shape, pim_busy_ns=busy, comm_ns=comm,
                      timing=LayerTiming(hbm, gpu, disp, pim, chain_ns=chain, gpu_period_ns=pg,
                                         hbm_period_ns=ph, pim_period_ns=pp,
-                                        other_attn_ready_ns=o_r, other_attn_blocked_ns=o_b))
+                                        other_attn_ready_ns=o_r, other_attn_blocked_ns=o_b,
+                                        other_stream_end_ns=x_e, other_stream_left_ns=x_r,
+                                        other_chain_ns=x_c))
     p = sieve_cp(load, est, fallback)
     ref, steps = sieve_cp_reference(load, est, fallback)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
@@ -84,7 +89,7 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
         assert p.est_gain_ns >= 0.0
     else:
         assert p.est_gain_ns is None
-    if not any(t[4:8]) and o_r is None:  # no period bounds: the expert phase's end
+    if not any(t[4:8]) and o_r is None and x_e is None:  # the expert phase's end alone
         assert mine == pytest.approx(p.est_total_ns, rel=1e-12, abs=1e-9)
     for b in BASELINES:
         other = get_method(b)(load, est)
@@ -319,11 +324,42 @@ def test_the_other_micro_batchs_attention_waits_behind_gpu_experts():
     assert cp_estimate(blocked, est, pim_bound.on_pim) >= 2e5 + max(t_pim, r) - 1e-6
 
 
+def test_the_other_micro_batchs_next_decision_bounds_the_split():
+    """Two-batch overlap: while the other micro-batch's GPU expert stream runs, this split's
+    stream delays it by at most its work left, and with it the other's next decision: J >=
+    E_o + min(occ_hbm, R_o) + C_o (by hand below). A long chain behind a stream with much
+    work left keeps experts off the GPU; with no work left the term is a constant and moves
+    nothing."""
+    from sieve.sched.cp import _affine, _terms
+
+    est = _estimator(True)
+    counts = np.array([30, 12, 6, 3, 2, 1, 1, 1, 1, 1, 1, 1] + [0] * 20)
+    free = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming()), est)
+    assert free.gpu_experts.size > 1
+    cyc = dict(other_stream_end_ns=1e4, other_stream_left_ns=1e6, other_chain_ns=8e4)
+    held = LayerLoad(counts, est.shape, timing=LayerTiming(**cyc))
+    kept = sieve_cp(held, est)
+    assert kept.gpu_experts.size < free.gpu_experts.size
+    for on in (free.on_pim, kept.on_pim, counts > 0):
+        occ_h = _terms(held, est, _affine(est), on & (counts > 0))[3]
+        assert cp_estimate(held, est, on) >= 1e4 + min(occ_h, 1e6) + 8e4 - 1e-6
+    assert cp_estimate(held, est, counts > 0) == pytest.approx(
+        max(cp_estimate(LayerLoad(counts, est.shape, timing=LayerTiming()), est, counts > 0),
+            9e4))
+    done = LayerLoad(counts, est.shape, timing=LayerTiming(
+        other_stream_end_ns=0.0, other_stream_left_ns=0.0, other_chain_ns=1e3))
+    assert np.array_equal(sieve_cp(done, est).on_pim, free.on_pim)
+
+
 def test_layer_timing_is_checked():
     with pytest.raises(ConfigError, match="layer timing"):
         LayerTiming(gpu_ready_ns=-1.0)
     with pytest.raises(ConfigError, match="other_attn_blocked_ns needs"):
         LayerTiming(other_attn_blocked_ns=1.0)
+    with pytest.raises(ConfigError, match="go together"):
+        LayerTiming(other_stream_end_ns=1.0, other_chain_ns=1.0)
+    with pytest.raises(ConfigError, match="other_chain_ns"):
+        LayerTiming(other_stream_end_ns=1.0, other_stream_left_ns=1.0, other_chain_ns=-1.0)
     with pytest.raises(ConfigError, match="timing must be a LayerTiming"):
         LayerLoad(np.array([1]), expert_shape(MODEL), timing=(0, 0, 0, 0))
 

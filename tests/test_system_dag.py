@@ -162,6 +162,33 @@ def test_a_callback_sees_the_shared_lane_as_projected_then():
     assert "load" in seen["placed"]
 
 
+def test_sharers_work_left_at_a_later_time():
+    """Schedule.sharers: each running sharer's work left at a time, with processor sharing
+    from the lane's clock and no arrival (a sharer ending on the way speeds the others up)."""
+    s = Schedule(shared=lambda lane: lane.startswith("hbm"))
+    seen = {}
+    s.add(Task("stream", ("hbm0",), 10.0))
+    x = s.add(Task("x", ("gpu0",), 2.0))
+    s.add(Task("load", ("hbm0",), 1.0, deps=[x]))
+
+    def look(task, sched):  # at 2.5: stream 10 - 2 - 0.25 = 7.75 left, load 0.75
+        for at in (2.5, 3.0, 4.0, 5.0, 20.0):
+            seen[at] = {t.name: left for t, left in sched.sharers("hbm0", at)}
+        seen["gpu"] = sched.sharers("gpu0", 3.0)
+
+    s.add(Task("decide", ("cpu",), 0.0, deps=[s.add(Task("y", ("gpu0",), 0.5, deps=[x]))],
+               on_start=look))
+    s.run()
+    assert seen[2.5] == pytest.approx({"stream": 7.75, "load": 0.75})
+    assert seen[3.0] == pytest.approx({"stream": 7.5, "load": 0.5})
+    # load ends at 4 (1 of work at half the rate from 2; the stream 7 left), then the
+    # stream alone: 6 left at 5
+    assert seen[4.0] == pytest.approx({"stream": 7.0, "load": 0.0})
+    assert seen[5.0] == pytest.approx({"stream": 6.0, "load": 0.0})
+    assert seen[20.0] == {"stream": 0.0, "load": 0.0}
+    assert seen["gpu"] == []  # not a shared lane
+
+
 def test_a_unary_holder_of_a_shared_lane_waits_for_it_to_empty_and_blocks_it():
     s = Schedule(shared=("hbm",))
     a = s.add(Task("a", ("hbm",), 4.0))
