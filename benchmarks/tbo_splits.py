@@ -9,8 +9,8 @@ growing along the step while the other's shrink (Duplex's stay level).
 
 ``--window A:B`` (simulated layers A < B) adds the steady state between the first-deciding
 micro-batch's decisions of layers A and B: the period per layer and, per layer, the time each
-lane of GPU 0 was busy (the union of its tasks' spans: a shared HBM lane counts once while
-several loads run) and the time of each kind of task. A lane busy for less than the period
+lane of GPU 0 and the inter-GPU link was busy (the union of its tasks' spans: a shared HBM
+lane counts once while several loads run) and the time of each kind of task. A lane busy for less than the period
 waited on a dependency (docs/system.md §5, *Where the period goes*).
 
     PYTHONPATH=. python benchmarks/tbo_splits.py --model qwen3-30b-a3b --system 1xb200 \\
@@ -36,7 +36,8 @@ def splits(cfg: RunConfig) -> tuple[float, list[dict], object]:
 
 def steady_state(step, parts: list[dict], a: int, b: int) -> dict:
     """Per layer between the first-deciding micro-batch's decisions of layers ``a`` and ``b``
-    on GPU 0: the period, each lane kind's busy time (union of spans), each task name's time
+    on GPU 0: the period, each lane kind's busy time (union of spans; GPU 0's lanes and the
+    inter-GPU link, whose collectives hold every GPU's link lane), each task name's time
     (its spans clipped to the window, summed) and each micro-batch's mean GPU experts over
     the layers ``a <= layer < b``, the first to decide first."""
     first = parts[0]["mb"]
@@ -46,8 +47,8 @@ def steady_state(step, parts: list[dict], a: int, b: int) -> dict:
                          f"{', '.join(map(str, sorted(at)))})")
     w0, w1 = at[a], at[b]
     n = sum(1 for x in at if a <= x < b)
-    tasks = [t for t in step.tasks if t.get("gpu") == 0 and t["end_ns"] > w0
-             and t["start_ns"] < w1]
+    tasks = [t for t in step.tasks if (t.get("gpu") == 0 or t.get("kind") == "link")
+             and t["end_ns"] > w0 and t["start_ns"] < w1]
     lanes: dict[str, float] = {}
     for kind in sorted({t["kind"] for t in tasks}):
         spans = sorted((max(t["start_ns"], w0), min(t["end_ns"], w1)) for t in tasks
