@@ -10,8 +10,8 @@ growing along the step while the other's shrink (Duplex's stay level).
 ``--window A:B`` (simulated layers A < B) adds the steady state between the first-deciding
 micro-batch's decisions of layers A and B: the period per layer and, per layer, the time each
 lane of GPU 0 and the inter-GPU link was busy (the union of its tasks' spans: a shared HBM
-lane counts once while several loads run) and the time of each kind of task. A lane busy for less than the period
-waited on a dependency (docs/system.md §5, *Where the period goes*).
+lane counts once while several loads run) and the time of each kind of task. A lane busy for
+less than the period waited on a dependency (docs/system.md §5, *Where the period goes*).
 
     PYTHONPATH=. python benchmarks/tbo_splits.py --model qwen3-30b-a3b --system 1xb200 \\
         --batch 256 [--workload hh-rlhf] [--colocated] [--methods duplex,sieve-cp]

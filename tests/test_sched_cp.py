@@ -50,8 +50,10 @@ periods = st.one_of(st.just((0.0,) * 4), st.tuples(*[st.floats(0, 2e5)] * 4))
 #: the other micro-batch's next attention (ready, blocked part), or none
 other_attn = st.one_of(st.just((None, None)),
                        st.tuples(st.floats(0, 1e5), st.one_of(st.none(), st.floats(0, 5e4))))
-#: the other micro-batch's cycle (its stream's end, work left, chain to its next decision)
-other_cycle = st.one_of(st.just((None, None, None)), st.tuples(*[st.floats(0, 1.5e5)] * 3))
+#: the other micro-batch's cycle (its stream's end, work left, chain to its attention, the
+#: attention and the rest to its next decision, whether that attention waits on the PIM)
+other_cycle = st.one_of(st.just((None, None, None, None, False)),
+                        st.tuples(*[st.floats(0, 1.5e5)] * 4, st.booleans()))
 loads = st.builds(
     lambda counts, t, period, other, cycle, busy, comm: (np.array(counts, dtype=np.int64),
                                                          t + period + other + cycle, busy,
@@ -70,13 +72,14 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
     the scan covers; PIMoE's too, on these layers."""
     counts, t, busy, comm = args
     est = _estimator(observe)
-    hbm, gpu, disp, pim, chain, pg, ph, pp, o_r, o_b, x_e, x_r, x_c = t
+    hbm, gpu, disp, pim, chain, pg, ph, pp, o_r, o_b, x_e, x_r, x_c, x_a, x_p = t
     load = LayerLoad(counts, est.shape, pim_busy_ns=busy, comm_ns=comm,
                      timing=LayerTiming(hbm, gpu, disp, pim, chain_ns=chain, gpu_period_ns=pg,
                                         hbm_period_ns=ph, pim_period_ns=pp,
                                         other_attn_ready_ns=o_r, other_attn_blocked_ns=o_b,
                                         other_stream_end_ns=x_e, other_stream_left_ns=x_r,
-                                        other_chain_ns=x_c))
+                                        other_chain_ns=x_c, other_rest_ns=x_a,
+                                        other_attn_on_pim=x_p))
     p = sieve_cp(load, est, fallback)
     ref, steps = sieve_cp_reference(load, est, fallback)
     assert np.array_equal(p.on_pim, ref) and p.steps == steps
@@ -326,28 +329,37 @@ def test_the_other_micro_batchs_attention_waits_behind_gpu_experts():
 
 def test_the_other_micro_batchs_next_decision_bounds_the_split():
     """Two-batch overlap: while the other micro-batch's GPU expert stream runs, this split's
-    stream delays it by at most its work left, and with it the other's next decision: J >=
-    E_o + min(occ_hbm, R_o) + C_o (by hand below). A long chain behind a stream with much
-    work left keeps experts off the GPU; with no work left the term is a constant and moves
-    nothing."""
+    stream delays it by at most its work left, and with it the other's next decision; its
+    attention, on the PIM, also waits for this split's PIM experts: J >= max(E_o +
+    min(occ_hbm, R_o) + C_o, max(p, d) + T_PIM) + A_o (by hand below). A long chain behind a
+    stream with much work left keeps experts off the GPU; an attention that waits for the PIM
+    program pulls them back; with no work left and no PIM wait the term is a constant and
+    moves nothing."""
     from sieve.sched.cp import _affine, _terms
 
     est = _estimator(True)
     counts = np.array([30, 12, 6, 3, 2, 1, 1, 1, 1, 1, 1, 1] + [0] * 20)
     free = sieve_cp(LayerLoad(counts, est.shape, timing=LayerTiming()), est)
     assert free.gpu_experts.size > 1
-    cyc = dict(other_stream_end_ns=1e4, other_stream_left_ns=1e6, other_chain_ns=8e4)
+    cyc = dict(other_stream_end_ns=1e4, other_stream_left_ns=1e6, other_chain_ns=3e4,
+               other_rest_ns=5e4)
     held = LayerLoad(counts, est.shape, timing=LayerTiming(**cyc))
     kept = sieve_cp(held, est)
     assert kept.gpu_experts.size < free.gpu_experts.size
-    for on in (free.on_pim, kept.on_pim, counts > 0):
-        occ_h = _terms(held, est, _affine(est), on & (counts > 0))[3]
-        assert cp_estimate(held, est, on) >= 1e4 + min(occ_h, 1e6) + 8e4 - 1e-6
+    waits = LayerLoad(counts, est.shape, timing=LayerTiming(**cyc, other_attn_on_pim=True))
+    back = sieve_cp(waits, est)
+    assert back.gpu_experts.size > kept.gpu_experts.size
+    for on in (free.on_pim, kept.on_pim, back.on_pim, counts > 0):
+        _, _, _, occ_h, t_pim = _terms(held, est, _affine(est), on & (counts > 0))
+        stream = 1e4 + min(occ_h, 1e6) + 3e4
+        assert cp_estimate(held, est, on) >= stream + 5e4 - 1e-6
+        assert cp_estimate(waits, est, on) >= max(stream, t_pim) + 5e4 - 1e-6
     assert cp_estimate(held, est, counts > 0) == pytest.approx(
         max(cp_estimate(LayerLoad(counts, est.shape, timing=LayerTiming()), est, counts > 0),
             9e4))
     done = LayerLoad(counts, est.shape, timing=LayerTiming(
-        other_stream_end_ns=0.0, other_stream_left_ns=0.0, other_chain_ns=1e3))
+        other_stream_end_ns=0.0, other_stream_left_ns=0.0, other_chain_ns=1e3,
+        other_rest_ns=0.0))
     assert np.array_equal(sieve_cp(done, est).on_pim, free.on_pim)
 
 
@@ -359,7 +371,13 @@ def test_layer_timing_is_checked():
     with pytest.raises(ConfigError, match="go together"):
         LayerTiming(other_stream_end_ns=1.0, other_chain_ns=1.0)
     with pytest.raises(ConfigError, match="other_chain_ns"):
-        LayerTiming(other_stream_end_ns=1.0, other_stream_left_ns=1.0, other_chain_ns=-1.0)
+        LayerTiming(other_stream_end_ns=1.0, other_stream_left_ns=1.0, other_chain_ns=-1.0,
+                    other_rest_ns=0.0)
+    with pytest.raises(ConfigError, match="other_attn_on_pim needs"):
+        LayerTiming(other_attn_on_pim=True)
+    with pytest.raises(ConfigError, match="True or False"):
+        LayerTiming(other_stream_end_ns=1.0, other_stream_left_ns=1.0, other_chain_ns=1.0,
+                    other_rest_ns=1.0, other_attn_on_pim=1)
     with pytest.raises(ConfigError, match="timing must be a LayerTiming"):
         LayerLoad(np.array([1]), expert_shape(MODEL), timing=(0, 0, 0, 0))
 

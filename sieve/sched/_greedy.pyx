@@ -158,11 +158,14 @@ Q_TMIN = 25   # smallest token tile of a grouped GEMM (0: no padding)
 Q_TMAX = 26   # largest token tile
 Q_NACT = 27   # out: activated experts (token count > 0)
 Q_CMAX = 28   # out: the largest token count (the caller grows a table shorter than it)
-# two-batch overlap: the other micro-batch's cycle (LayerTiming.other_stream_*, other_chain_ns)
+# two-batch overlap: the other micro-batch's cycle (LayerTiming.other_stream_*, other_chain_ns,
+# other_rest_ns, other_attn_on_pim)
 Q_XE = 29     # when its GPU expert stream would end on the shared HBM lane (< 0: no term)
 Q_XR = 30     # that stream's work left (this split's stream delays it by at most this)
-Q_XC = 31     # its chain from that end to its next decision
-Q_N = 32
+Q_XC = 31     # its chain from that end to the start of its next attention
+Q_XA = 32     # its attention and its chain after it to its next decision
+Q_XP = 33     # 1: that attention runs on the PIM after this split's PIM experts; 0: it does not
+Q_N = 34
 
 
 cdef inline double _cbrt12(double x) noexcept nogil:
@@ -263,15 +266,20 @@ cdef inline double _cp_obj(double t, double n, double t_gpu, double pim, double 
     return _dmax(_dmax(t + chain, pg + occ_g), _dmax(ph + occ_h, pp + pim))
 
 
-cdef inline double _cp_cyc(double n, double w, double bw, double xe, double xr, double xc
-                           ) noexcept nogil:
-    """Two-batch overlap: the earliest the other micro-batch decides again, its GPU expert
+cdef inline double _cp_cyc(double n, double w, double bw, double pim, double p0, double xe,
+                           double xr, double xc, double xa, double xp) noexcept nogil:
+    """Two-batch overlap: the earliest the other micro-batch decides again: its GPU expert
     stream's projected end xe, delayed by this split's weight stream (at most the xr it has
-    left: processor sharing), then its chain xc. 0 without the term (xe < 0)."""
+    left: processor sharing), then its chain xc to its next attention; that attention, on
+    the PIM (xp > 0), also after this split's PIM experts (p0 + pim); then xa, the attention
+    and the rest of its chain. 0 without the term (xe < 0)."""
     if xe < 0:
         return 0.0
     cdef double occ_h = w * n / bw if n > 0 else 0.0
-    return xe + (occ_h if occ_h < xr else xr) + xc
+    cdef double s = xe + (occ_h if occ_h < xr else xr) + xc
+    if xp > 0 and p0 + pim > s:
+        s = p0 + pim
+    return s + xa
 
 
 cdef struct FillFit:
@@ -336,7 +344,7 @@ cdef inline double _fill_at(Py_ssize_t i, const double* values, const int64_t* n
 
 def cp_timing(double[::1] par, object t, double fixed):
     """Write a LayerTiming (sieve.sched.partition) and the PIM fixed time into sieve_cp_greedy's
-    par (Q_H ... Q_OB, Q_XE ... Q_XC, Q_FIXED; None for other_attn_* and other_stream_end_ns
+    par (Q_H ... Q_OB, Q_XE ... Q_XP, Q_FIXED; None for other_attn_* and other_stream_end_ns
     -> -1): sieve.sched.cp.sieve_cp's one
     call per decision instead of a dozen item stores in Python."""
     if par.shape[0] < Q_N:
@@ -358,6 +366,8 @@ def cp_timing(double[::1] par, object t, double fixed):
     par[29] = -1.0 if x_e is None else <double>x_e  # Q_XE
     par[30] = 0.0 if x_e is None else <double>t.other_stream_left_ns  # Q_XR
     par[31] = 0.0 if x_e is None else <double>t.other_chain_ns  # Q_XC
+    par[32] = 0.0 if x_e is None else <double>t.other_rest_ns  # Q_XA
+    par[33] = 1.0 if (x_e is not None and t.other_attn_on_pim) else 0.0  # Q_XP
 
 
 def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
@@ -390,7 +400,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
     cdef double slope = par[Q_SLOPE], fixed = par[Q_FIXED], cr = par[Q_C]
     cdef double chain = par[Q_CHAIN], pg = par[Q_PG], ph = par[Q_PH], pp = par[Q_PP]
     cdef double orr = par[Q_OR], ob = par[Q_OB]
-    cdef double xe = par[Q_XE], xr = par[Q_XR], xc = par[Q_XC]
+    cdef double xe = par[Q_XE], xr = par[Q_XR], xc = par[Q_XC], xa = par[Q_XA], xp = par[Q_XP]
     cdef double pn = par[Q_PN], tmin = par[Q_TMIN], tmax = par[Q_TMAX]
     if bw <= 0 or peak <= 0:
         raise ValueError("sieve_cp_greedy: bw and peak must be > 0")
@@ -440,7 +450,7 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
         t_cur = _dmax(_cp_obj(_dmax(cr, _dmax(eg_cur, ep_cur)), 0.0, 0.0, pim, w, bw, chain,
                               pg, ph, pp),
                       _dmax(_cp_att(0.0, pim, h, p0, pp, orr, ob),
-                            _cp_cyc(0.0, w, bw, xe, xr, xc)))
+                            _cp_cyc(0.0, w, bw, pim, p0, xe, xr, xc, xa, xp)))
         t0 = t_cur
         c_prev = -1
         for j in range(n_act):
@@ -458,7 +468,8 @@ def sieve_cp_greedy(const int64_t[::1] counts, const double[::1] table,
                                   pim if j < n_act - 1 else 0.0, w, bw, chain, pg, ph, pp),
                           _dmax(_cp_att(e_g, pim if j < n_act - 1 else 0.0, h, p0, pp, orr,
                                         ob),
-                                _cp_cyc(n_g + 1, w, bw, xe, xr, xc)))
+                                _cp_cyc(n_g + 1, w, bw, pim if j < n_act - 1 else 0.0, p0,
+                                        xe, xr, xc, xa, xp)))
             steps += 1
             if t_new < t_cur:
                 n_g += 1

@@ -66,11 +66,13 @@ then runs beside it and delays it by ``min(W, R_o)`` (processor sharing: ``W`` t
 weight stream, ``R_o`` the other's work left), and with it everything the other does until it
 decides again. Where the first micro-batch to decide streamed more than its share, the second
 fell further behind each layer and set the period (Qwen3-30B-A3B's drawn colocated batches,
-docs/system.md §5). The step gives the other stream's projected end ``E_o``, ``R_o`` and the
-other's chain from that end to its next decision ``C_o`` (:class:`~sieve.sched.partition.
-LayerTiming`'s ``other_stream_*`` and ``other_chain_ns``), and the scan adds ``J >= E_o +
-min(occ_hbm(G), R_o) + C_o``, the earliest that micro-batch decides again; it never decreases
-along the scan.
+docs/system.md §5). The step gives the other stream's projected end ``E_o``, ``R_o``, the
+other's chain from that end to its next attention ``C_o`` and its attention with the rest of
+its chain to its next decision ``A_o`` (:class:`~sieve.sched.partition.LayerTiming`'s
+``other_stream_*``, ``other_chain_ns``, ``other_rest_ns``), and whether that attention runs
+on the PIM after this split's PIM experts; the scan adds ``J >= max(E_o + min(occ_hbm(G), R_o)
++ C_o, [on PIM] max(p, d) + T_PIM(S)) + A_o``, the earliest that micro-batch decides again.
+Its first part never decreases along the scan and its second never increases.
 
 ``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along
 the sorted prefixes, so the estimate is quasi-convex along the scan and the first non-decrease
@@ -279,8 +281,10 @@ def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
             r = max(r, e_g if e_g > 0 else t.hbm_ready_ns) + t.other_attn_blocked_ns
         j = max(j, t.pim_period_ns + max(t_pim, r - max(t.pim_ready_ns, t.dispatch_ns)))
     if t.other_stream_end_ns is not None:  # the other micro-batch's next decision
-        j = max(j, t.other_stream_end_ns + min(occ_h, t.other_stream_left_ns)
-                + t.other_chain_ns)
+        start = t.other_stream_end_ns + min(occ_h, t.other_stream_left_ns) + t.other_chain_ns
+        if t.other_attn_on_pim:  # its attention after this split's PIM experts
+            start = max(start, max(t.pim_ready_ns, t.dispatch_ns) + t_pim)
+        j = max(j, start + t.other_rest_ns)
     return j
 
 

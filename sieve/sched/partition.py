@@ -61,10 +61,16 @@ class LayerTiming:
         other_stream_left_ns: that stream's work left, at the lane's whole rate: the most
             this split's stream can delay it (processor sharing: a stream of ``W`` beside it
             delays it by ``min(W, left)``).
-        other_chain_ns: the other micro-batch's chain from that stream's end to its next
-            decision: its expert kernels and weighted sum, the next layer's kernels, its
-            attention (observed EMA) and its decision. With the two fields above, a lower
-            bound on when that micro-batch decides again, which this split's stream moves.
+        other_chain_ns: the other micro-batch's chain from that stream's end to the start of
+            its next attention: its expert kernels and weighted sum, the next layer's kernels
+            before the attention.
+        other_rest_ns: its next attention (observed EMA, or its prefill attention on the GPU if
+            longer) and its chain after it up to and including its next decision. With the
+            three fields above, a lower bound on when that micro-batch decides again, which
+            this split's stream moves.
+        other_attn_on_pim: that attention runs on the PIM units after this split's PIM
+            experts, so it also cannot start before they end (False: it does not wait for
+            them; always False without the fields above).
     """
 
     hbm_ready_ns: float = 0.0
@@ -81,21 +87,31 @@ class LayerTiming:
     other_stream_end_ns: float | None = None
     other_stream_left_ns: float | None = None
     other_chain_ns: float | None = None
+    other_rest_ns: float | None = None
+    other_attn_on_pim: bool = False
 
     def __post_init__(self):
         for n in ("hbm_ready_ns", "gpu_ready_ns", "dispatch_ns", "pim_ready_ns",
                   "combine_ready_ns", "chain_ns", "gpu_period_ns", "hbm_period_ns",
                   "pim_period_ns", "other_attn_ready_ns", "other_attn_blocked_ns",
-                  "other_stream_end_ns", "other_stream_left_ns", "other_chain_ns"):
+                  "other_stream_end_ns", "other_stream_left_ns", "other_chain_ns",
+                  "other_rest_ns"):
             v = getattr(self, n)
             if v is not None or not n.startswith("other_"):
                 object.__setattr__(self, n, check_number("layer timing", n, v))
         if self.other_attn_ready_ns is None and self.other_attn_blocked_ns is not None:
             raise ConfigError("layer timing: other_attn_blocked_ns needs other_attn_ready_ns")
-        cyc = (self.other_stream_end_ns, self.other_stream_left_ns, self.other_chain_ns)
+        cyc = (self.other_stream_end_ns, self.other_stream_left_ns, self.other_chain_ns,
+               self.other_rest_ns)
         if any(v is None for v in cyc) and any(v is not None for v in cyc):
-            raise ConfigError("layer timing: other_stream_end_ns, other_stream_left_ns and "
-                              "other_chain_ns go together (all three or none)")
+            raise ConfigError("layer timing: other_stream_end_ns, other_stream_left_ns, "
+                              "other_chain_ns and other_rest_ns go together (all four or none)")
+        if not isinstance(self.other_attn_on_pim, (bool, np.bool_)):
+            raise ConfigError(f"layer timing: other_attn_on_pim must be True or False, got "
+                              f"{self.other_attn_on_pim!r}")
+        object.__setattr__(self, "other_attn_on_pim", bool(self.other_attn_on_pim))
+        if self.other_attn_on_pim and self.other_stream_end_ns is None:
+            raise ConfigError("layer timing: other_attn_on_pim needs other_stream_end_ns")
 
 
 @dataclass(frozen=True, eq=False)

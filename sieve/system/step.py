@@ -1009,20 +1009,21 @@ class _Builder:
                      if t.name != "dispatch")
         return {"chain_ns": chain, "gpu_period_ns": gpu}
 
-    def _other_cycle(self, sched: Schedule, g: int, mb: int, t0: float) -> dict[str, float]:
+    def _other_cycle(self, sched: Schedule, g: int, mb: int, t0: float) -> dict:
         """Two-batch overlap: when the other micro-batch's GPU expert stream is running on the
-        shared HBM lane at this decision's end ``t0``, its projected end and work left there
-        and its chain from that end to its next decision (:class:`~sieve.sched.partition.
-        LayerTiming`'s ``other_stream_*`` and ``other_chain_ns``, ns from ``t0``); empty when
-        it runs none, or when its next sampled layer has no decision (a dense layer next, or
-        the step's last layer).
+        shared HBM lane at this decision's end ``t0``, its projected end and work left there,
+        its chain from that end to its next attention and the attention with the rest of its
+        chain to its next decision, and whether that attention waits for this split's PIM
+        experts (:class:`~sieve.sched.partition.LayerTiming`'s ``other_stream_*``,
+        ``other_chain_ns``, ``other_rest_ns``, ``other_attn_on_pim``; ns from ``t0``); empty
+        when it runs none, or when its next sampled layer has no decision (a dense layer next,
+        or the step's last layer).
 
         The chain is compute-lane work, as built: that layer's GPU experts' compute and
-        weighted sum, then the next layer's kernels up to its attention, the attention (the
-        observed EMA, or its prefill attention on the GPU if longer), the kernels after it and
-        the decision. Weight loads (on the HBM lane beside the kernels) and collectives are
-        left out, so it is a lower bound; it is what the experiment that chose the term used
-        (docs/system.md §5)."""
+        weighted sum, the next layer's kernels before its attention; then the attention (the
+        observed EMA on PIM, or its prefill attention on the GPU if longer), the kernels after
+        it and the decision. Weight loads (on the HBM lane beside the kernels) and collectives
+        are left out, so it is a lower bound (docs/system.md §5)."""
         o = 1 - mb
         ld = left = None
         for t, rem in sched.sharers(f"hbm{g}", t0):
@@ -1040,18 +1041,22 @@ class _Builder:
             return {}
         chain = sum(float(t.duration) for t in self.layer_tasks.get((g, lb, o), ())
                     if not t.placed and t.name in ("experts_gpu", "wsum"))
-        prefill = 0.0
+        rest = prefill = 0.0
+        after = False  # past the attention: from its output projection on
         for t in self.layer_tasks.get((g, nxt, o), ()):
+            after = after or t.name == "o_proj"
             if t.name == "prefill_attn":  # beside the attention on PIM
                 prefill = float(t.duration)
             elif t.lanes[0].startswith("gpu"):
-                chain += float(t.duration)
-        attn = 0.0
-        if self.pim_mode and (g, nxt, o) in self.attn_tasks:
-            attn = self.st.attn_seen[g].get(self.model.layer_types[nxt], 0.0)
-        chain += max(attn, prefill) + float(dec.duration)
+                if after:
+                    rest += float(t.duration)
+                else:
+                    chain += float(t.duration)
+        on_pim = self.pim_mode and (g, nxt, o) in self.attn_tasks
+        attn = self.st.attn_seen[g].get(self.model.layer_types[nxt], 0.0) if on_pim else 0.0
+        rest += max(attn, prefill) + float(dec.duration)
         return {"other_stream_end_ns": max(ld.end_ns - t0, 0.0), "other_stream_left_ns": left,
-                "other_chain_ns": chain}
+                "other_chain_ns": chain, "other_rest_ns": rest, "other_attn_on_pim": on_pim}
 
     def _pim_experts(self, g, layer, mb, part: Partition):
         st = self.st
