@@ -163,7 +163,8 @@ def test_tbo_decision_sees_the_other_micro_batchs_stream():
     schedule once run: the stream was running when the decision started, its work left is
     no more than its work nor than its projected end (it never runs faster than the whole
     lane), the projection is never after the stream's real end (joiners only slow it), and
-    the other micro-batch's next decision starts after it. Qwen3-30B-A3B HH-RLHF B=32 on one B200 (4 of its 12 decisions)."""
+    the other micro-batch's next decision starts after it. Qwen3-30B-A3B HH-RLHF B=32 on one
+    B200 (4 of its 12 decisions)."""
     builder, decided = _spied_decisions(model="qwen3-30b-a3b", system="1xb200", batch=32,
                                         layers=6, workload="hh-rlhf")
     n = 0
