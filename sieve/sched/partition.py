@@ -57,7 +57,7 @@ class LayerTiming:
             step's HBM lane is shared, so it never sets it).
         other_stream_end_ns: two-batch overlap: when the other micro-batch's GPU expert
             weight stream, still running on the shared HBM lane, would end if nothing joined
-            it (None: none is running; then the other two fields are None too).
+            it (None: none is running; then the next three fields are None too).
         other_stream_left_ns: that stream's work left, at the lane's whole rate: the most
             this split's stream can delay it (processor sharing: a stream of ``W`` beside it
             delays it by ``min(W, left)``).
