@@ -183,7 +183,7 @@ def test_tbo_decision_sees_the_other_micro_batchs_stream():
             assert t0 + timing.other_stream_end_ns <= ld.end_ns + 1e-6
         assert timing.other_chain_ns > 0 and timing.other_rest_ns > 0
         assert timing.other_attn_on_pim  # decode attention on PIM (b200-hbm3e-pim)
-        nxt = builder.layers_run[builder.layer_pos[ld.info["layer"]] + 1]
+        nxt = builder.next_layer[ld.info["layer"]]
         assert builder.sched_tasks[(g, nxt, 1 - mb)].start_ns >= ld.end_ns - 1e-6
     assert n > 0
 

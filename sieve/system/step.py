@@ -621,8 +621,7 @@ class _Builder:
         self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
-        self.layers_run: list[int] = []  # the step's sampled layers, in order (run)
-        self.layer_pos: dict[int, int] = {}  # and each one's place among them
+        self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -1032,11 +1031,8 @@ class _Builder:
         if ld is None:
             return {}
         lb = ld.info["layer"]
-        i = self.layer_pos.get(lb, -1)
-        if i < 0 or i + 1 >= len(self.layers_run):
-            return {}
-        nxt = self.layers_run[i + 1]
-        dec = self.sched_tasks.get((g, nxt, o))
+        nxt = self.next_layer.get(lb)
+        dec = None if nxt is None else self.sched_tasks.get((g, nxt, o))
         if dec is None or dec.placed:
             return {}
         chain = sum(float(t.duration) for t in self.layer_tasks.get((g, lb, o), ())
@@ -1122,8 +1118,7 @@ class _Builder:
         layers = _sampled_layers(self.full, self.o.layers, neighbours=paired)
         if any(x in self._moe and x not in trace_index for x in layers):
             layers = _sampled_layers(self.full, self.o.layers, covered, neighbours=paired)
-        self.layers_run = list(layers)  # in order; a decision looks one layer ahead of another
-        self.layer_pos = {x: i for i, x in enumerate(layers)}
+        self.next_layer = dict(zip(layers, layers[1:]))  # a decision looks one layer ahead
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
