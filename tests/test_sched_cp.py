@@ -21,10 +21,12 @@ from sieve.sched.cp import (
     cp_estimate,
     gpu_form,
     gpu_launch_ns,
+    look_prefixes,
     padded_tokens,
     sieve_cp,
     sieve_cp_reference,
     sieve_cp_start,
+    split_cost,
     timing_of,
 )
 from sieve.sched.estimator import Estimator
@@ -104,6 +106,71 @@ def test_never_rated_worse_than_a_baseline(args, observe, fallback):
         mask = counts > 0
         mask[order[:k]] = False
         assert mine <= cp_estimate(load, est, mask, fallback) * (1 + 1e-12) + 1e-9
+
+
+def test_look_prefixes_hold_the_baselines_ends_and_the_scans_choice():
+    assert look_prefixes(0, 0) == [0]
+    assert look_prefixes(1, 1) == [0, 1]
+    assert look_prefixes(40, 9) == [0, 1, 2, 4, 8, 9, 10, 16, 32, 40]
+    assert look_prefixes(40, 40) == [0, 1, 2, 4, 8, 16, 32, 39, 40]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 48), min_size=1, max_size=32),
+       st.lists(st.floats(0, 1e5), min_size=33, max_size=33), st.booleans())
+def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
+    """With a look (two-batch overlap), sieve-cp keeps the scan's split unless the look rates
+    another prefix of the same order (all on PIM, all on the GPU, powers of two, the scan's
+    neighbours) strictly better; the chosen split is never rated worse than AllExp's, NoExp's
+    or the scan's; what deciding saved is the look's all-on-PIM rating minus the chosen one's;
+    a look that gives no rating leaves the scan's split."""
+    counts = np.array(counts, dtype=np.int64)
+    est = _estimator(observe)
+    active = np.flatnonzero(counts)
+    order = active[np.argsort(-counts[active], kind="stable")]
+
+    def prefix(mask):  # how many of the order are on the GPU (a prefix: the look asks so)
+        k = int((~mask[order]).sum())
+        assert not mask[order[:k]].any() and mask[order[k:]].all()
+        assert not mask[counts == 0].any()
+        return k
+
+    asked = []
+
+    def look(mask):
+        asked.append(prefix(mask))
+        return ratings[asked[-1]]
+
+    plain = LayerLoad(counts, est.shape)
+    scan = sieve_cp(plain, est)
+    k = prefix(scan.on_pim)
+    p = sieve_cp(LayerLoad(counts, est.shape, lookahead=look), est)
+    assert sorted(asked) == look_prefixes(order.size, k)
+    j = prefix(p.on_pim)
+    assert ratings[j] <= min(ratings[0], ratings[order.size], ratings[k])
+    assert all(ratings[j] <= ratings[i] for i in asked)
+    if ratings[j] == ratings[k]:
+        assert j == k  # ties: the scan's split
+    if observe:
+        assert p.est_gain_ns == pytest.approx(ratings[0] - ratings[j])
+    else:
+        assert p.est_gain_ns is None
+    none = sieve_cp(LayerLoad(counts, est.shape, lookahead=lambda m: None), est)
+    assert np.array_equal(none.on_pim, scan.on_pim)
+
+
+def test_split_cost_is_the_estimates_gpu_and_pim_terms():
+    est = _estimator(True)
+    counts = np.array([12, 0, 7, 3, 1], dtype=np.int64)
+    on_pim = np.array([False, True, True, False, True])
+    h, c, pim = split_cost(est, counts, on_pim)
+    aff = est.gpu_affine(())
+    assert h == pytest.approx(aff.w * 2 / aff.bytes_per_ns)  # two GPU experts' weights
+    gpu_only = LayerLoad(counts, est.shape)
+    e_g = cp_estimate(gpu_only, est, on_pim)  # no timing: the GPU experts end at h + c
+    assert max(h + c, pim) == pytest.approx(e_g)
+    assert split_cost(est, counts, counts > 0)[:2] == (0.0, 0.0)
+    assert split_cost(est, counts, np.zeros(5, bool))[2] == 0.0
 
 
 def test_unobserved_counts_read_from_observed_ones():

@@ -74,6 +74,24 @@ on the PIM after this split's PIM experts; the scan adds ``J >= max(E_o + min(oc
 + C_o, [on PIM] max(p, d) + T_PIM(S)) + A_o``, the earliest that micro-batch decides again.
 Its first part never decreases along the scan and its second never increases.
 
+**The look ahead (two-batch overlap).** The bounds above price each micro-batch's decision
+from its own side; how one micro-batch's split moves the other's next decision through the
+shared lanes (a weight stream stretched by the other's on the HBM lane, the PIM idle until the
+other decides, the two micro-batches' phase) they price only in part (docs/system.md §5).
+Under two-batch overlap the step also gives the decision a look ahead
+(:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``): its own list schedule
+(:meth:`sieve.system.dag.Schedule.lookahead`) continued from the decision, with this split's
+expert tasks at the estimator's costs (:func:`split_cost`), until both micro-batches on this
+GPU have reached their next decision; the later of the two is the split's rating (the pair's
+progress, one layer of each). Decisions the look reaches before those (the other
+micro-batch's of this layer, other GPUs') split their experts at this split's threshold: the
+same rule applied by every decision. The scan runs as above; the look then rates its split
+and other prefixes of the same order (:func:`look_prefixes`: all on PIM, all on the GPU, 1,
+2, 4, ... experts on the GPU, the scan's neighbours) and the best rated is taken (ties: the
+scan's). The look costs a list schedule per prefix rated (``sieve profile`` counts
+``looks`` and ``look_placements``); the step charges the decision the seed's time as for every
+other method.
+
 ``E_G`` and the GPU lane terms never decrease and ``E_P`` and the PIM term never increase along
 the sorted prefixes, so the estimate is quasi-convex along the scan and the first non-decrease
 is the best prefix: every split that is a prefix of the popularity order (all on PIM = AllExp,
@@ -122,7 +140,7 @@ except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt
     raise NotBuiltError.of("scheduler loop", "sieve.sched._greedy", exc) from None
 
 __all__ = ["FALLBACKS", "cp_estimate", "gpu_form", "gpu_launch_ns", "padded_tokens", "sieve_cp",
-           "sieve_cp_reference", "sieve_cp_start", "timing_of"]
+           "sieve_cp_reference", "sieve_cp_start", "split_cost", "timing_of"]
 
 #: How sieve-cp reads the runtime cost table's counts never observed (module docstring):
 #: "observed" (default: estimated from the observed counts, EmaCostTable.filled) or "roofline"
@@ -269,6 +287,18 @@ def _ends(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
     return _terms(load, est, aff, on_pim, filled)[:2]
 
 
+def split_cost(est: Estimator, counts: np.ndarray, on_pim: np.ndarray,
+               filled: bool = True) -> tuple[float, float, float]:
+    """A split's tasks as sieve-cp's estimate times them: ``(weight stream on the HBM lane,
+    the rest of the GPU experts' kernel time on the compute lane, T_PIM)``, ns; each 0 where
+    that side has no expert (:func:`_terms`)."""
+    c = np.asarray(counts)
+    on_pim = np.asarray(on_pim, dtype=bool)
+    _, _, occ_g, occ_h, t_pim = _terms(LayerLoad(c, est.shape), est, _affine(est),
+                                       on_pim & (c > 0), filled)
+    return occ_h, occ_g, t_pim
+
+
 def _total(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
            filled: bool = True) -> float:
     t = timing_of(load)
@@ -338,9 +368,12 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     if src == "model":
         aff = _affine(est)
         on_pim, steps = sieve_cp_reference(load, est, fallback)
-        e_g, e_p = _ends(load, est, aff, on_pim, filled)
         gain = (_total(load, est, aff, load.counts > 0, filled)
                 - _total(load, est, aff, on_pim, filled)) if load.counts.any() else 0.0
+        if load.lookahead is not None:
+            on_pim, look_gain = _look(load, on_pim)
+            gain = gain if look_gain is None else look_gain
+        e_g, e_p = _ends(load, est, aff, on_pim, filled)
         return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0,
                                   e_g, e_p, steps, gain)
     par, table = _context(est)
@@ -363,9 +396,51 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
     # not evidence: sieve.sched.amortize)
     gain = (float(par[_greedy.Q_J0] - par[_greedy.Q_J]) if par[_QNACT] else 0.0) \
         if table.updates or src == "roofline" else None
-    return Partition._trusted("sieve-cp", load.counts, on_pim.view(bool), est.pim_order, "tp",
-                              0.0, float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP]),
-                              int(par[_greedy.Q_STEPS]), gain)
+    mask = on_pim.view(bool)
+    e_g, e_p = float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP])
+    if load.lookahead is not None:  # two-batch overlap: the look (module docstring)
+        scan = mask
+        mask, look_gain = _look(load, mask)
+        if look_gain is not None and gain is not None:
+            gain = look_gain
+        if not np.array_equal(mask, scan):
+            e_g, e_p = _ends(load, est, _affine(est), mask, filled)
+    return Partition._trusted("sieve-cp", load.counts, mask, est.pim_order, "tp",
+                              0.0, e_g, e_p, int(par[_greedy.Q_STEPS]), gain)
+
+
+def look_prefixes(n: int, k: int) -> list[int]:
+    """The prefixes of the scan's order the look rates: none, 1, 2, 4, ... of the ``n``
+    activated experts, all of them, and the scan's own ``k`` with its neighbours."""
+    ks = {0, n, k, max(k - 1, 0), min(k + 1, n)}
+    p = 1
+    while p < n:
+        ks.add(p)
+        p *= 2
+    return sorted(ks)
+
+
+def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None]:
+    """Under two-batch overlap: the scan's split against other prefixes of its own order
+    (:func:`look_prefixes`), each rated by the step's list schedule of both micro-batches to
+    their next decisions (``load.lookahead``); the best one (ties: the scan's), and what it
+    saves over all on PIM by that rating (None where the look gives none)."""
+    c = load.counts
+    active = np.flatnonzero(c)
+    order = active[np.argsort(-c[active], kind="stable")]
+    k = int((~on_pim[order]).sum())
+    rate = {}
+    for j in look_prefixes(order.size, k):
+        m = c > 0
+        m[order[:j]] = False
+        r = load.lookahead(m)
+        if r is None:
+            return on_pim, None
+        rate[j] = r
+    best = min(rate, key=lambda j: (rate[j], j != k, j))
+    m = c > 0
+    m[order[:best]] = False
+    return m, rate[0] - rate[best]
 
 
 def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:

@@ -12,6 +12,7 @@ This module owns plain data; it decides nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,6 +130,12 @@ class LayerLoad:
         timing: when the expert phase's resources are free (:class:`LayerTiming`), for the
             schedulers that estimate the layer's critical path; None: not known (a layer
             outside a step: PIM free after ``pim_busy_ns``, everything else at once).
+        lookahead: two-batch overlap: ``f(on_pim) -> ns or None``, a split rated by the
+            step's list schedule of both micro-batches from the decision to their next
+            decisions (when the later of the two starts, ns from the decision's end; the
+            other micro-batch's undecided splits taken as this one's threshold; the step's
+            lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside two-batch
+            overlap, or where no next decision follows.
     """
 
     counts: np.ndarray
@@ -137,6 +144,7 @@ class LayerLoad:
     comm_ns: float = 0.0
     gpu_fixed: tuple[GpuOp, ...] = ()
     timing: LayerTiming | None = None
+    lookahead: Callable[[np.ndarray], float | None] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "counts", counts_array("layer load", self.counts))
@@ -151,6 +159,8 @@ class LayerLoad:
         object.__setattr__(self, "gpu_fixed", ops)
         if self.timing is not None and not isinstance(self.timing, LayerTiming):
             raise ConfigError("layer load: timing must be a LayerTiming or None")
+        if self.lookahead is not None and not callable(self.lookahead):
+            raise ConfigError("layer load: lookahead must be a callable or None")
 
     @property
     def active(self) -> np.ndarray:

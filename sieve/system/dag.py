@@ -124,6 +124,7 @@ class Schedule:
             self._is_shared = names.__contains__
         self._sharing: dict[str, _Lane] = {}  # shared lanes by name, made on first use
         self._kind: dict[str, _Lane | None] = {}  # every lane seen: its _Lane, None if unary
+        self.look_placed = 0  # tasks the last lookahead placed
 
     # ---- building ------------------------------------------------------------------------------
     def add(self, task: Task) -> Task:
@@ -304,6 +305,146 @@ class Schedule:
             live.pop(0)
         return [(t, max(left[t.id] - done, 0.0)) for t in sh.running]
 
+    # ---- looking ahead -------------------------------------------------------------------------
+    def lookahead(self, extra: Sequence[Task], watch: Sequence[Task],
+                  dur: Callable[[Task], float],
+                  expand: Callable[[Task, Callable], None] | None = None,
+                  release: Sequence[tuple[Task, Sequence[Task]]] = (),
+                  limit: int = 100_000) -> dict[int, float]:
+        """Where the schedule would go from here, without changing it: list-schedules, by the
+        rules of :meth:`run`, the tasks not placed yet together with ``extra`` (new tasks, not
+        registered: they may depend on registered ones and on each other, listed after their
+        predecessors), until every task of ``watch`` has started; returns each watched task's
+        start by ``id(task)`` (the ones never reached are left out).
+
+        ``dur(task)`` gives each task's duration in the look (a callable duration is not run:
+        the caller estimates it); a task with ``on_start`` is not run either: ``expand(task,
+        add)`` is called instead, and may add tasks with ``add(task)`` and release a pending
+        task with ``add(task, deps)``; ``release`` holds such releases made before the look
+        starts. Running sharers continue from their work left. At most ``limit``
+        placements."""
+        end: dict[int, float] = {}  # id(task) -> its end in the look (ended there)
+        left: dict[int, int] = {}
+        succ: dict[int, list[Task]] = {}
+        released: set[int] = set()
+        more: dict[int, list[Task]] = {}  # predecessors a release in the look gave
+        ready = set(self._ready)
+        lane_free = dict(self._lane_free)
+        lanes = {name: _Shadow(sh) for name, sh in self._sharing.items()}
+        kind: dict[str, _Shadow | None] = {}
+        ids = [len(self.tasks)]
+
+        def shared(lane: str) -> _Shadow | None:  # as _shared_lane, on the look's copies
+            try:
+                return kind[lane]
+            except KeyError:
+                sh = lanes.get(lane)
+                if sh is None and self._is_shared(lane):
+                    sh = lanes[lane] = _Shadow(None)
+                kind[lane] = sh
+                return sh
+
+        def done(t: Task) -> bool:
+            return t.done or id(t) in end
+
+        def t_end(t: Task) -> float:
+            return end.get(id(t), t.end_ns)
+
+        def link(t: Task, deps: Sequence[Task]) -> None:
+            n = left.get(id(t), t._left)
+            for d in deps:
+                if not done(d):
+                    n += 1
+                    succ.setdefault(id(d), []).append(t)
+            left[id(t)] = n
+            if n == 0 and (not t.pending or id(t) in released):
+                ready.add(t)
+
+        def add(t: Task, deps: Sequence[Task] | None = None) -> None:
+            if deps is None:  # a new task
+                t.id = ids[0]
+                ids[0] += 1
+                left[id(t)] = 0
+                link(t, t.deps)
+            else:  # release a pending one
+                released.add(id(t))
+                more[id(t)] = list(deps)
+                link(t, deps)
+
+        def finish(t: Task, at: float) -> None:
+            end[id(t)] = at
+            for s in (*t._succ, *succ.get(id(t), ())):
+                n = left.get(id(s), s._left) - 1
+                left[id(s)] = n
+                if n == 0 and (not s.pending or id(s) in released):
+                    ready.add(s)
+
+        for t in extra:
+            add(t)
+        for t, deps in release:
+            add(t, deps)
+        waiting = {id(t) for t in watch if not t.placed}
+        out = {id(t): t.start_ns for t in watch if t.placed}
+        self.look_placed = 0
+        for _ in range(limit):
+            if not waiting:
+                break
+            best, best_key = None, None
+            for t in ready:
+                s = 0.0
+                for d in (*t.deps, *more.get(id(t), ())):
+                    e = t_end(d)
+                    if e > s:
+                        s = e
+                sh = shared(t.lanes[0]) if len(t.lanes) == 1 else None
+                if sh is not None:
+                    s = max(s, sh.clock)
+                else:
+                    for lane in t.lanes:
+                        free = lane_free.get(lane, 0.0)
+                        h = shared(lane)
+                        if h is not None:
+                            free = max(free, h.empty_ns())
+                        if free > s:
+                            s = free
+                key = (s, t.priority, t.id)
+                if best_key is None or key < best_key:
+                    best, best_key = t, key
+            nxt, nxt_sh = None, None
+            for sh in lanes.values():
+                if sh.rem:
+                    e = sh.next_end_ns()
+                    if nxt is None or e < nxt:
+                        nxt, nxt_sh = e, sh
+            if nxt is not None and (best is None or nxt <= best_key[0]):
+                for t in nxt_sh.settle(nxt):
+                    lane_free[t.lanes[0]] = max(lane_free.get(t.lanes[0], 0.0), nxt)
+                    finish(t, nxt)
+                continue
+            if best is None:
+                break
+            ready.discard(best)
+            self.look_placed += 1
+            start = best_key[0]
+            d = float(dur(best))
+            sh = shared(best.lanes[0]) if len(best.lanes) == 1 else None
+            if sh is not None and d > 0:
+                sh.join(best, start, d)
+            else:
+                e = start + d
+                for lane in best.lanes:
+                    lane_free[lane] = e if sh is None else max(lane_free.get(lane, 0.0), e)
+                    h = shared(lane) if sh is None else None
+                    if h is not None:
+                        h.clock = max(h.clock, e)
+                finish(best, e)
+            if id(best) in waiting:
+                waiting.discard(id(best))
+                out[id(best)] = start
+            elif best.on_start is not None and best.id < len(self.tasks) and expand is not None:
+                expand(best, add)
+        return out
+
     # ---- results -------------------------------------------------------------------------------
     @property
     def makespan_ns(self) -> float:
@@ -383,4 +524,48 @@ class _Lane:
         gone = {t.id for t in ended}
         self.running = [t for t in self.running if t.id not in gone]
         self._project()
+        return ended
+
+
+class _Shadow:
+    """A copy of a shared lane's state for :meth:`Schedule.lookahead` (work left by task, in
+    join order), which leaves the lane and its tasks as they are."""
+
+    __slots__ = ("clock", "rem", "order", "work")
+
+    def __init__(self, sh: _Lane | None) -> None:
+        running = sh.running if sh is not None else []
+        self.clock = sh.clock if sh is not None else 0.0
+        self.order: list[Task] = list(running)
+        self.rem: dict[int, float] = {id(t): t._rem for t in running}
+        self.work: dict[int, float] = {id(t): t.work_ns for t in running}
+
+    def _advance(self, to: float) -> None:
+        if self.rem and to > self.clock:
+            step = (to - self.clock) / len(self.rem)
+            for k in self.rem:
+                self.rem[k] = max(self.rem[k] - step, 0.0)
+        self.clock = max(self.clock, to)
+
+    def join(self, t: Task, at: float, work: float) -> None:
+        self._advance(at)
+        self.rem[id(t)] = self.work[id(t)] = work
+        self.order.append(t)
+
+    def next_end_ns(self) -> float:
+        return self.clock + len(self.rem) * min(self.rem.values())
+
+    def empty_ns(self) -> float:
+        return self.clock + sum(self.rem.values())
+
+    def settle(self, at: float) -> list[Task]:
+        """As :meth:`_Lane.settle`."""
+        first = min(self.order, key=lambda t: (self.rem[id(t)], t.id))
+        tol = 1e-9 * max(self.work[id(first)], 1.0)
+        self._advance(at)
+        self.rem[id(first)] = 0.0
+        ended = [t for t in self.order if self.rem[id(t)] <= tol]
+        for t in ended:
+            del self.rem[id(t)]
+        self.order = [t for t in self.order if id(t) in self.rem]
         return ended

@@ -90,6 +90,7 @@ from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.amortize import DecisionMemo
+from sieve.sched.cp import split_cost
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
@@ -622,6 +623,10 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
+        # for the look ahead (two-batch overlap): each decision's GPU, layer, micro-batch,
+        # counts, join and dispatch by id(task); decided PIM experts' estimated times
+        self.deciders: dict[int, tuple] = {}
+        self.pim_est: dict[int, float] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -819,6 +824,7 @@ class _Builder:
                                        pairs)))
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
+            self.deciders[id(sc)] = (g, layer, mb, local, join, [disp] if multi else [])
         after = joins
         if multi:
             t_comb = self.st.precise.comm_ns(EpExchange("combine", copies,
@@ -889,9 +895,12 @@ class _Builder:
                                                     self.full.hidden_size),
                                          EpExchange("combine", copies, self.full.hidden_size)])
             fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
+            look = (self._lookahead(task, sched, g, layer, mb, local, join, disp)
+                    if self.tbo and self.pim_mode else None)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
-                             timing=self._timing(task, sched, g, layer, mb, disp, copies, est))
+                             timing=self._timing(task, sched, g, layer, mb, disp, copies, est),
+                             lookahead=look)
             if skip:
                 part = self.meth.start_split(load, est)
             else:
@@ -916,9 +925,87 @@ class _Builder:
                                            self._pim_experts(g, layer, mb, part),
                                            deps=[task, *disp], priority=prio,
                                            info=self._info(g, layer, mb, "pim"))))
+                if self.tbo:  # its time as a later decision's look estimates it
+                    self.pim_est[id(done[-1])] = split_cost(est, part.counts, part.on_pim)[2]
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
+
+    def _lookahead(self, task: Task, sched: Schedule, g: int, layer: int, mb: int,
+                   local: np.ndarray, join: Task, disp: list[Task]):
+        """Two-batch overlap: ``f(on_pim)``, a split of this decision rated by the schedule's
+        look ahead (:meth:`Schedule.lookahead`) from here to the next decisions of both
+        micro-batches on this GPU, the later one's start in ns from this decision's end
+        (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
+        sampled layer has no decision. In the look: this split's expert tasks at its
+        estimator's costs (:func:`sieve.sched.cp.split_cost`); every decision reached before
+        the watched ones (the other micro-batch's, other GPUs') splits its experts at this
+        split's threshold (the fewest tokens an expert on the GPU has here: every expert with
+        as many on the GPU, the rest on PIM) at its own GPU's estimator; attention not run
+        yet at its GPU's observed EMA, PIM experts decided and not run at their decision's
+        estimate; every other task as built."""
+        st = self.st
+        nxt = self.next_layer.get(layer)
+        watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
+        if not watch or any(w is None for w in watch):
+            return None
+        t0 = task.end_ns
+        lt_of = self.model.layer_types
+
+        def dur(t: Task) -> float:
+            if not callable(t.duration):
+                return float(t.duration)
+            if t.name == "attn":
+                i = t.info
+                return st.attn_seen[i["gpu"]].get(lt_of[i["layer"]], 0.0)
+            return self.pim_est.get(id(t), 0.0)
+
+        def experts(gx, dec, counts, on_pim, jn, dsp, prio, add, est):
+            h, c, p = split_cost(est, counts, on_pim)
+            ends = []
+            if h + c > 0:
+                ld = Task("experts_gpu_load", (f"hbm{gx}",), h, deps=[dec], priority=prio)
+                add(ld)
+                ends.append(Task("experts_gpu", (f"gpu{gx}",), c, deps=[dec, *dsp, ld],
+                                 priority=prio))
+                add(ends[-1])
+            if p > 0:
+                ends.append(Task("experts_pim", (f"pim{gx}",), p, deps=[dec, *dsp],
+                                 priority=prio))
+                add(ends[-1])
+            add(jn, ends or [dec])
+
+        def rate(on_pim: np.ndarray) -> float:
+            on_pim = np.asarray(on_pim, dtype=bool)
+            gpu = (local > 0) & ~on_pim
+            thr = float(local[gpu].min()) if gpu.any() else np.inf
+
+            def expand(t: Task, add) -> None:
+                d = self.deciders.get(id(t))
+                if d is None:
+                    return
+                gx, _, _, cx, jx, dx = d
+                experts(gx, t, cx, ~(cx >= thr), jx, dx, t.priority, add, st.estimators[gx])
+
+            extra: list[Task] = []
+            rel: list[tuple[Task, list[Task]]] = []
+
+            def add(t: Task, deps=None) -> None:
+                if deps is None:
+                    extra.append(t)
+                else:
+                    rel.append((t, deps))
+
+            experts(g, task, local, on_pim, join, disp, task.priority, add, st.estimators[g])
+            out = sched.lookahead(extra, watch, dur, expand, release=rel)
+            if any(id(w) not in out for w in watch):
+                return np.inf
+            if enabled():
+                count("look_placements", sched.look_placed)
+                count("looks", 1)
+            return max(out[id(w)] for w in watch) - t0
+
+        return rate
 
     def _timing(self, task: Task, sched: Schedule, g: int, layer: int, mb: int, disp,
                 copies, est: Estimator) -> LayerTiming:
