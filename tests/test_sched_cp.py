@@ -157,6 +157,10 @@ def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
         assert p.est_gain_ns is None
     none = sieve_cp(LayerLoad(counts, est.shape, lookahead=lambda m: None), est)
     assert np.array_equal(none.on_pim, scan.on_pim)
+    asked.clear()  # the ablation never looks
+    off = get_method("sieve-cp-nolook")(LayerLoad(counts, est.shape, lookahead=look), est)
+    assert not asked and np.array_equal(off.on_pim, scan.on_pim)
+    assert off.method == "sieve-cp-nolook"
 
 
 def test_split_cost_is_the_estimates_gpu_and_pim_terms():

@@ -357,9 +357,12 @@ def sieve_cp_reference(load: LayerLoad, est: Estimator, fallback: str = "observe
     return on_pim, steps
 
 
-def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
+def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed",
+             look: bool = True) -> Partition:
     """The critical-path Sieve's partition of one layer (module docstring); ``fallback``: how
-    it reads the cost table's unobserved counts (:data:`FALLBACKS`). ``est_gain_ns``: the
+    it reads the cost table's unobserved counts (:data:`FALLBACKS`); ``look``: take the look
+    ahead the step gives under two-batch overlap (False: the scan's split, the
+    ``sieve-cp-nolook`` ablation). ``est_gain_ns``: the
     estimate of all on PIM minus that of the chosen split (what deciding saved, by the
     method's own estimate; :mod:`sieve.sched.amortize`); None while the runtime cost table
     has observed nothing."""
@@ -370,7 +373,7 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
         on_pim, steps = sieve_cp_reference(load, est, fallback)
         gain = (_total(load, est, aff, load.counts > 0, filled)
                 - _total(load, est, aff, on_pim, filled)) if load.counts.any() else 0.0
-        if load.lookahead is not None:
+        if look and load.lookahead is not None:
             on_pim, look_gain = _look(load, on_pim)
             gain = gain if look_gain is None else look_gain
         e_g, e_p = _ends(load, est, aff, on_pim, filled)
@@ -398,7 +401,7 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Par
         if table.updates or src == "roofline" else None
     mask = on_pim.view(bool)
     e_g, e_p = float(par[_greedy.Q_EG]), float(par[_greedy.Q_EP])
-    if load.lookahead is not None:  # two-batch overlap: the look (module docstring)
+    if look and load.lookahead is not None:  # two-batch overlap: the look (docstring)
         scan = mask
         mask, look_gain = _look(load, mask)
         if look_gain is not None and gain is not None:

@@ -17,6 +17,7 @@ cost table, judged by the end of the layer's expert phase on its dependency grap
 table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is the same method
 reading them at the seed's roofline fallback. Both skip a layer's decision after one that saved
 less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
+``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split).
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -82,6 +83,8 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
     Method("sieve-cp-always", sieve_cp,
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
+    Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
+           doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),
