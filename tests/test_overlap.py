@@ -203,7 +203,8 @@ def test_sieve_cp_under_tbo_keeps_up_with_duplex_where_one_micro_batch_prefills(
 
 def test_sieve_cp_under_tbo_prices_the_pim_wait_of_the_other_micro_batchs_attention():
     """gpt-oss-20b MATH-500 B=32 on one B200 under two-batch overlap (8 sampled layers):
-    sieve-cp at least 0.98x Duplex (0.988x). The other micro-batch's long attention on PIM
+    sieve-cp at least 0.98x Duplex (1.021x with the look ahead, 0.988x before it). The other
+    micro-batch's long attention on PIM
     (full-attention layers) waits for this split's PIM experts as well as for its own stream;
     with the stream's delay alone in the bound the second decider kept every expert on PIM at
     the full-attention layers and fell to 0.828x Duplex (docs/system.md §5)."""
