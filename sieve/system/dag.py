@@ -45,6 +45,7 @@ Times are nanoseconds. This module knows nothing about GPUs or PIM.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -328,7 +329,6 @@ class Schedule:
         succ: dict[int, list[Task]] = {}
         released: set[int] = set()
         more: dict[int, list[Task]] = {}  # predecessors a release in the look gave
-        ready = set(self._ready)
         lane_free = dict(self._lane_free)
         lanes = {name: _Shadow(sh) for name, sh in self._sharing.items()}
         kind: dict[str, _Shadow | None] = {}
@@ -344,11 +344,34 @@ class Schedule:
                 kind[lane] = sh
                 return sh
 
+        def earliest(t: Task) -> float:  # as _earliest, on the look's state
+            s = 0.0
+            for d in (*t.deps, *more.get(id(t), ())):
+                e = end.get(id(d), d.end_ns)
+                if e > s:
+                    s = e
+            sh = shared(t.lanes[0]) if len(t.lanes) == 1 else None
+            if sh is not None:
+                return max(s, sh.clock)
+            for lane in t.lanes:
+                free = lane_free.get(lane, 0.0)
+                h = shared(lane)
+                if h is not None:
+                    free = max(free, h.empty_ns())
+                if free > s:
+                    s = free
+            return s
+
+        # the ready tasks by (earliest start, priority, id): a start only grows as the look
+        # goes on (lanes fill, a shared lane's clock and backlog never fall), so an entry's key
+        # is a lower bound and the first entry whose key still holds is the minimum
+        heap: list[tuple[float, int, int, Task]] = []
+
+        def ready(t: Task) -> None:
+            heapq.heappush(heap, (earliest(t), t.priority, t.id, t))
+
         def done(t: Task) -> bool:
             return t.done or id(t) in end
-
-        def t_end(t: Task) -> float:
-            return end.get(id(t), t.end_ns)
 
         def link(t: Task, deps: Sequence[Task]) -> None:
             n = left.get(id(t), t._left)
@@ -358,7 +381,7 @@ class Schedule:
                     succ.setdefault(id(d), []).append(t)
             left[id(t)] = n
             if n == 0 and (not t.pending or id(t) in released):
-                ready.add(t)
+                ready(t)
 
         def add(t: Task, deps: Sequence[Task] | None = None) -> None:
             if deps is None:  # a new task
@@ -377,8 +400,10 @@ class Schedule:
                 n = left.get(id(s), s._left) - 1
                 left[id(s)] = n
                 if n == 0 and (not s.pending or id(s) in released):
-                    ready.add(s)
+                    ready(s)
 
+        for t in self._ready:
+            ready(t)
         for t in extra:
             add(t)
         for t, deps in release:
@@ -389,43 +414,27 @@ class Schedule:
         for _ in range(limit):
             if not waiting:
                 break
-            best, best_key = None, None
-            for t in ready:
-                s = 0.0
-                for d in (*t.deps, *more.get(id(t), ())):
-                    e = t_end(d)
-                    if e > s:
-                        s = e
-                sh = shared(t.lanes[0]) if len(t.lanes) == 1 else None
-                if sh is not None:
-                    s = max(s, sh.clock)
-                else:
-                    for lane in t.lanes:
-                        free = lane_free.get(lane, 0.0)
-                        h = shared(lane)
-                        if h is not None:
-                            free = max(free, h.empty_ns())
-                        if free > s:
-                            s = free
-                key = (s, t.priority, t.id)
-                if best_key is None or key < best_key:
-                    best, best_key = t, key
+            while heap:  # the true minimum on top
+                k, pr, i, t = heap[0]
+                e = earliest(t)
+                if e == k:
+                    break
+                heapq.heapreplace(heap, (e, pr, i, t))
             nxt, nxt_sh = None, None
             for sh in lanes.values():
                 if sh.rem:
                     e = sh.next_end_ns()
                     if nxt is None or e < nxt:
                         nxt, nxt_sh = e, sh
-            if nxt is not None and (best is None or nxt <= best_key[0]):
+            if nxt is not None and (not heap or nxt <= heap[0][0]):
                 for t in nxt_sh.settle(nxt):
                     lane_free[t.lanes[0]] = max(lane_free.get(t.lanes[0], 0.0), nxt)
                     finish(t, nxt)
                 continue
-            if best is None:
+            if not heap:
                 break
-            ready.discard(best)
+            start, _, _, best = heapq.heappop(heap)
             self.look_placed += 1
-            start = best_key[0]
             d = float(dur(best))
             sh = shared(best.lanes[0]) if len(best.lanes) == 1 else None
             if sh is not None and d > 0:
