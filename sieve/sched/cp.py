@@ -257,8 +257,16 @@ def _terms(load: LayerLoad, est: Estimator, aff: GpuAffine, on_pim: np.ndarray,
            filled: bool = True) -> tuple[float, float, float, float, float]:
     """(E_G, E_P, the GPU experts' compute-lane and HBM-lane occupancy, T_PIM) of a split
     (module docstring)."""
-    t = timing_of(load)
-    c = load.counts
+    return _terms_at(load.counts, timing_of(load), est, aff, on_pim, filled)
+
+
+_FREE = LayerTiming()  # every resource free at the decision's end
+
+
+def _terms_at(c: np.ndarray, t: LayerTiming, est: Estimator, aff: GpuAffine,
+              on_pim: np.ndarray, filled: bool = True
+              ) -> tuple[float, float, float, float, float]:
+    """:func:`_terms` of token counts ``c`` under timing ``t``."""
     gpu = (c > 0) & ~on_pim
     n, tok = float(gpu.sum()), float(c[gpu].sum())
     e_g = occ_g = occ_h = 0.0
@@ -294,8 +302,8 @@ def split_cost(est: Estimator, counts: np.ndarray, on_pim: np.ndarray,
     that side has no expert (:func:`_terms`)."""
     c = np.asarray(counts)
     on_pim = np.asarray(on_pim, dtype=bool)
-    _, _, occ_g, occ_h, t_pim = _terms(LayerLoad(c, est.shape), est, _affine(est),
-                                       on_pim & (c > 0), filled)
+    _, _, occ_g, occ_h, t_pim = _terms_at(c, _FREE, est, _affine(est), on_pim & (c > 0),
+                                          filled)
     return occ_h, occ_g, t_pim
 
 

@@ -540,7 +540,7 @@ class _Shadow:
     """A copy of a shared lane's state for :meth:`Schedule.lookahead` (work left by task, in
     join order), which leaves the lane and its tasks as they are."""
 
-    __slots__ = ("clock", "rem", "order", "work")
+    __slots__ = ("clock", "rem", "order", "work", "_next")
 
     def __init__(self, sh: _Lane | None) -> None:
         running = sh.running if sh is not None else []
@@ -548,6 +548,7 @@ class _Shadow:
         self.order: list[Task] = list(running)
         self.rem: dict[int, float] = {id(t): t._rem for t in running}
         self.work: dict[int, float] = {id(t): t.work_ns for t in running}
+        self._next: float | None = None  # next_end_ns, kept until a sharer joins or ends
 
     def _advance(self, to: float) -> None:
         if self.rem and to > self.clock:
@@ -560,9 +561,15 @@ class _Shadow:
         self._advance(at)
         self.rem[id(t)] = self.work[id(t)] = work
         self.order.append(t)
+        self._next = None
 
     def next_end_ns(self) -> float:
-        return self.clock + len(self.rem) * min(self.rem.values())
+        """As :meth:`_Lane.next_end_ns`; advancing the clock does not move it (the clock gains
+        what the least work left loses, times the sharers), so it is kept until a sharer
+        joins or ends."""
+        if self._next is None:
+            self._next = self.clock + len(self.rem) * min(self.rem.values())
+        return self._next
 
     def empty_ns(self) -> float:
         return self.clock + sum(self.rem.values())
@@ -577,4 +584,5 @@ class _Shadow:
         for t in ended:
             del self.rem[id(t)]
         self.order = [t for t in self.order if id(t) in self.rem]
+        self._next = None
         return ended
