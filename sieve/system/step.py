@@ -624,9 +624,10 @@ class _Builder:
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
         # for the look ahead (two-batch overlap): each decision's GPU, layer, micro-batch,
-        # counts, join and dispatch by id(task); decided PIM experts' estimated times
+        # counts, join and dispatch by id(task); decided PIM experts' estimator and split,
+        # then their estimated time once a look has asked for it
         self.deciders: dict[int, tuple] = {}
-        self.pim_est: dict[int, float] = {}
+        self.pim_est: dict[int, tuple | float] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
         self.load_bytes_per_ns = cal.eta_bw * gpu.hbm_bw_gbs
@@ -925,8 +926,8 @@ class _Builder:
                                            self._pim_experts(g, layer, mb, part),
                                            deps=[task, *disp], priority=prio,
                                            info=self._info(g, layer, mb, "pim"))))
-                if self.tbo:  # its time as a later decision's look estimates it
-                    self.pim_est[id(done[-1])] = split_cost(est, part.counts, part.on_pim)[2]
+                if self.tbo:  # for a later decision's look (its time, estimated when asked)
+                    self.pim_est[id(done[-1])] = (est, part)
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
@@ -942,8 +943,8 @@ class _Builder:
         the watched ones (the other micro-batch's, other GPUs') splits its experts at this
         split's threshold (the fewest tokens an expert on the GPU has here: every expert with
         as many on the GPU, the rest on PIM) at its own GPU's estimator; attention not run
-        yet at its GPU's observed EMA, PIM experts decided and not run at their decision's
-        estimate; every other task as built."""
+        yet at its GPU's observed EMA, PIM experts decided and not run at their GPU's cost
+        table (read when a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
         watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
@@ -958,7 +959,11 @@ class _Builder:
             if t.name == "attn":
                 i = t.info
                 return st.attn_seen[i["gpu"]].get(lt_of[i["layer"]], 0.0)
-            return self.pim_est.get(id(t), 0.0)
+            x = self.pim_est.get(id(t), 0.0)
+            if isinstance(x, tuple):  # decided PIM experts: their GPU's table, once
+                est, part = x
+                x = self.pim_est[id(t)] = split_cost(est, part.counts, part.on_pim)[2]
+            return x
 
         def experts(gx, dec, counts, on_pim, jn, dsp, prio, add, est):
             h, c, p = split_cost(est, counts, on_pim)
