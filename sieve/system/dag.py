@@ -364,7 +364,9 @@ class Schedule:
 
         # the ready tasks by (earliest start, priority, id): a start only grows as the look
         # goes on (lanes fill, a shared lane's clock and backlog never fall), so an entry's key
-        # is a lower bound and the first entry whose key still holds is the minimum
+        # is a lower bound, up to rounding (a backlog recomputed after a sharer ends can come
+        # out an ulp lower): the entries within rounding of the first key that still holds
+        # are taken afresh, as the run does, and the least of them is the minimum
         heap: list[tuple[float, int, int, Task]] = []
 
         def ready(t: Task) -> None:
@@ -414,12 +416,20 @@ class Schedule:
         for _ in range(limit):
             if not waiting:
                 break
-            while heap:  # the true minimum on top
+            while heap:  # a key that still holds on top
                 k, pr, i, t = heap[0]
                 e = earliest(t)
                 if e == k:
                     break
                 heapq.heapreplace(heap, (e, pr, i, t))
+            if heap:  # keys within rounding of it, taken afresh: the true minimum on top
+                lim = heap[0][0] + 1e-9 * max(abs(heap[0][0]), 1.0)
+                near = []
+                while heap and heap[0][0] <= lim:
+                    k, pr, i, t = heapq.heappop(heap)
+                    near.append((earliest(t), pr, i, t))
+                for x in near:
+                    heapq.heappush(heap, x)
             nxt, nxt_sh = None, None
             for sh in lanes.values():
                 if sh.rem:
