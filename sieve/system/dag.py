@@ -422,8 +422,10 @@ class Schedule:
                 if e == k:
                     break
                 heapq.heapreplace(heap, (e, pr, i, t))
-            if heap:  # keys within rounding of it, taken afresh: the true minimum on top
-                lim = heap[0][0] + 1e-9 * max(abs(heap[0][0]), 1.0)
+            lim = heap[0][0] + 1e-9 * max(abs(heap[0][0]), 1.0) if heap else 0.0
+            if any(j < len(heap) and heap[j][0] <= lim for j in (1, 2)):
+                # keys within rounding of it (the top's children hold the next least), taken
+                # afresh: the true minimum on top
                 near = []
                 while heap and heap[0][0] <= lim:
                     k, pr, i, t = heapq.heappop(heap)
