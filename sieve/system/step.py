@@ -623,9 +623,9 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
-        # for the look ahead (two-batch overlap): each decision's GPU, layer, micro-batch,
-        # counts, join and dispatch by id(task); decided PIM experts' estimator and split,
-        # then their estimated time once a look has asked for it
+        # for the look ahead (two-batch overlap): each decision's GPU, counts, join and
+        # dispatch by id(task); decided PIM experts' estimator and split, then their
+        # estimated time once a look has asked for it
         self.deciders: dict[int, tuple] = {}
         self.pim_est: dict[int, tuple | float] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
@@ -825,7 +825,8 @@ class _Builder:
                                        pairs)))
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
-            self.deciders[id(sc)] = (g, layer, mb, local, join, [disp] if multi else [])
+            if self.tbo:
+                self.deciders[id(sc)] = (g, local, join, [disp] if multi else [])
         after = joins
         if multi:
             t_comb = self.st.precise.comm_ns(EpExchange("combine", copies,
@@ -989,7 +990,7 @@ class _Builder:
                 d = self.deciders.get(id(t))
                 if d is None:
                     return
-                gx, _, _, cx, jx, dx = d
+                gx, cx, jx, dx = d
                 experts(gx, t, cx, ~(cx >= thr), jx, dx, t.priority, add, st.estimators[gx])
 
             extra: list[Task] = []
