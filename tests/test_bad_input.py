@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sieve.cli import main
@@ -855,6 +855,7 @@ def test_crc_corrupt_trace_is_refused(good_trace, tmp_path, mmap):
 
 @settings(max_examples=150, deadline=None)
 @given(pos=st.floats(0, 1), value=st.integers(0, 255), truncate=st.booleans())
+@example(pos=0.007004034403256478, value=14, truncate=False)  # the sniffer met EOFError
 def test_fuzz_damaged_trace_files_load_or_refuse(good_trace, tmp_path_factory, pos, value,
                                                  truncate):
     from sieve.workload.trace import load_trace

@@ -80,6 +80,7 @@ def sniff(path: str | Path) -> str:
 
 def _sniff_npz(p: Path) -> str:
     import zipfile
+    import zlib
 
     try:
         with zipfile.ZipFile(p) as zf:
@@ -87,7 +88,8 @@ def _sniff_npz(p: Path) -> str:
             if "header.npy" not in names:
                 return "npz"
             raw = zf.read("header.npy")
-    except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, ValueError):
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError, RuntimeError,
+            ValueError):  # EOFError, zlib.error: a member's compressed data cut or damaged
         return "unknown"
     if b"sieve-expert-counts" in raw:
         return "sieve-counts"
