@@ -403,12 +403,38 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
     cdef const int32_t* cand_bank_off
     cdef const int64_t* cand_key
     cdef const int32_t* cand_group
-    if run.pc_best_valid[q]:
-        # the cached best stands if its tick has not moved (see the class docstring)
+    cdef int32_t nr, k
+    cdef int64_t b, b0
+    cdef bint better
+    if run.pc_best_valid[q] and run.banks[run.pc_best_id[q] >> 2].valid:
+        # the cached best stands if its tick has not moved and its bank was not marked since
+        # (see the class docstring); banks marked since are rebuilt and only their
+        # candidates are compared with it (every other candidate's tick can only have grown
+        # since the scan that found it; keys are unique, so the order is total)
         id = run.pc_best_id[q]
         cd = &run.banks[id >> 2].cand[id & 3]
-        if run._tick(id >> 2, cd.cmd, chb, pcb, now) == run.pc_best_tick[q]:
-            best.tick = run.pc_best_tick[q]
+        m = run.pc_best_tick[q]
+        if run._tick(id >> 2, cd.cmd, chb, pcb, now) == m:
+            nr = run.n_rebuild[q]
+            if nr:
+                _rs_rebuild(run, lc, q, typ, blocked)
+                mk = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+                b0 = q * run.banks_per_pc
+                for i in range(nr):
+                    b = run.rebuild_banks[b0 + i]
+                    for k in range(run.banks[b].n_cand):
+                        cd = &run.banks[b].cand[k]
+                        e = run._tick(b, cd.cmd, chb, pcb, now)
+                        if e <= m:
+                            g = <int32_t>((b << 2) | k)
+                            if e < m or ((<int64_t>(7 - cd.rank)) << 58 | cd.age) < mk:
+                                m = e
+                                mk = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+                                id = g
+                run.pc_best_tick[q] = m
+                run.pc_best_id[q] = id
+                cd = &run.banks[id >> 2].cand[id & 3]
+            best.tick = m
             best.cmd = cd.cmd
             best.slot = cd.slot
             best.age = cd.age
@@ -450,11 +476,11 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
         g = cand_group[i]
         e = _max(_max(R[cand_sid_off[i]], R[cand_bg_off[i]]), _max(R[cand_bank_off[i]], G[g]))
         e = (e + M[g]) & ~M[g]
-        if e <= m:
-            if e < m or cand_key[i] < mk:
-                m = e
-                mk = cand_key[i]
-                mi = i
+        # FR-FCFS order (tick, key) as selects, not branches (the outcome is unpredictable)
+        better = (e < m) | ((e == m) & (cand_key[i] < mk))
+        m = e if better else m
+        mk = cand_key[i] if better else mk
+        mi = i if better else mi
     id = run.cand_id[o + mi]
     cd = &run.banks[id >> 2].cand[id & 3]
     best.tick = m
@@ -860,10 +886,12 @@ cdef class RequestRun:
         key). A look is one pass over the list: a candidate's tick is
         align(max(G, ready at its SID, BG and bank nodes)), where G, the group's (ACT, PRE,
         RD, WR: a group has one command) channel- and PC-level tick, is read once per look;
-      * per pseudo-channel, its best candidate while nothing in the PC changed and that
-        candidate's tick under the current ready values is unchanged (every other
-        candidate's tick can only have grown: ready values and `now` never decrease, and a
-        candidate's rank and age are fixed);
+      * per pseudo-channel, its best candidate while its bank has not changed and its tick
+        under the current ready values is unchanged (every other candidate's tick can only
+        have grown: ready values and `now` never decrease, and a candidate's rank and age are
+        fixed); banks of the PC that changed meanwhile are rebuilt and only their candidates
+        are compared with it (FR-FCFS keys are unique in a PC, so the order is total and the
+        result is the full pass's; the debug build checks every look against one);
       * per channel, its best command until anything in the channel changes.
     """
 
@@ -1239,9 +1267,9 @@ cdef class RequestRun:
         self.pc_best_valid[q] = 0
 
     cdef inline void _mark(self, int64_t b, int64_t q) noexcept nogil:
-        """Bank b (of PC q) changed: rebuild its candidates at the PC's next look."""
+        """Bank b (of PC q) changed: rebuild its candidates at the PC's next look (which
+        compares only them with the cached best, unless the best is in bank b)."""
         SIEVE_CHECK_INDEX(b, self.n_banks)
-        self.pc_best_valid[q] = 0
         if self.banks[b].valid:
             self.banks[b].valid = 0
             SIEVE_CHECK_INDEX(self.n_rebuild[q], self.banks_per_pc)
