@@ -106,3 +106,23 @@ def test_unknown_names_and_flags_suggest_the_closest(argv, hint, capsys, tmp_pat
     if argv[0] == "run" and argv[1].startswith("--") and "did you mean --" in hint:
         assert "(see sieve run --help)" in err[0]  # the subcommand's help, not the top level
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_cli_pins_openblas_threads_unless_set(preset):
+    """The CLI runs OpenBLAS single-threaded (an idle pool only costs CPU time) unless the user
+    chose a thread count, before numpy is imported."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    # importing the CLI must not import numpy (the pin would come too late)
+    code = ("import os, sys; from sieve.cli import main; assert 'numpy' not in sys.modules; "
+            "main(['specs']); print(os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (preset or "1")
