@@ -313,6 +313,10 @@ cdef class RequestRun:
                                         # typ * n_banks + pc * banks_per_pc)
     cdef int32_t[::1] queued_bank_pos   # per (type, bank): index in queued_banks, -1 = absent
     cdef int32_t[::1] n_queued_banks    # per (type, PC): entries of queued_banks in use, count
+    cdef int32_t[::1] miss_row          # per (type, bank): the row n_miss counts against
+                                        # (-2 = not counted yet; -1 = closed)
+    cdef int32_t[::1] n_miss            # per (type, bank): queued requests whose row is not
+                                        # miss_row, count (ramulator2's search for a miss)
     cdef int32_t[::1] queue_len         # per (type, channel): queued requests, count
     cdef int64_t[::1] in_flight         # per channel: requests queued or active, count
     cdef int8_t[::1] write_mode         # per channel: bool, draining writes

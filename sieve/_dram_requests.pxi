@@ -262,12 +262,30 @@ cdef inline bint _rp_auto_precharge(RequestRun run, Lifecycle* lc, RowPolicy* rp
 # ---- request scheduler: candidates (FR-FCFS, see RequestRun) -------------------------------
 
 
+cdef void _check_misses(RequestRun run, int64_t j, int orow, int32_t hit,
+                       int32_t non) noexcept nogil:
+    """Debug builds: n_miss counts queue j's requests off the open row, and the search found
+    its oldest hit and oldest miss (aborts otherwise)."""
+    cdef int32_t r2 = run.queue_head[j], h = -1, m = -1, n = 0
+    while r2 != -1:
+        if run.slots[r2].row != orow:
+            n += 1
+            if m == -1:
+                m = r2
+        elif h == -1:
+            h = r2
+        r2 = run.slots[r2].next
+    cdef int bad = n != run.n_miss[j] or h != hit or m != non
+    SIEVE_CHECK_INDEX(-bad, 1)  # aborts with a message when the count or the search is wrong
+
+
 cdef void _rs_build(RequestRun run, Lifecycle* lc, int64_t b, int64_t q, int typ,
                     bint blocked) noexcept nogil:
     """The candidates of bank b (see RBank) for queue type `typ`; `blocked`: queued
     requests may not issue (a refresh waits)."""
     cdef RBank* bk = &run.banks[b]
     cdef int32_t r, r2, hit, non, a
+    cdef int64_t j
     cdef int orow = run.eng.open_row[b]
     cdef ReqSlot* slots = run.slots
     bk.valid = 1
@@ -286,14 +304,25 @@ cdef void _rs_build(RequestRun run, Lifecycle* lc, int64_t b, int64_t q, int typ
             return
         hit = -1
         non = -1
+        j = typ * run.n_banks + b
+        if run.miss_row[j] != orow:  # count the queue's misses against this open row
+            run.miss_row[j] = orow
+            run.n_miss[j] = 0
+            r2 = r
+            while r2 != -1:
+                run.n_miss[j] += slots[r2].row != orow
+                r2 = slots[r2].next
         r2 = r
-        while r2 != -1 and (hit == -1 or non == -1):
+        # the oldest hit and the oldest miss (none to look for when none is queued)
+        while r2 != -1 and (hit == -1 or (non == -1 and run.n_miss[j] > 0)):
             if slots[r2].row == orow:
                 if hit == -1:
                     hit = r2
             elif non == -1:
                 non = r2
             r2 = slots[r2].next
+        if SIEVE_DEBUG_BUILD:
+            _check_misses(run, j, orow, hit, non)
         if hit != -1:
             run._add(bk, C_WR if typ else C_RD, hit, 3, 2 + typ)
         if non != -1 and _rp_may_precharge(run, lc, b):
@@ -607,6 +636,7 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                 else:
                     run.slots[run.queue_tail[j]].next = r
                 run.queue_tail[j] = r
+                run.n_miss[j] += s.row != run.miss_row[j]
                 run.queue_len[typ * n_ch + c] += 1
                 run.in_flight[c] += 1
                 if run.has_outputs:
@@ -892,7 +922,11 @@ cdef class RequestRun:
         fixed); banks of the PC that changed meanwhile are rebuilt and only their candidates
         are compared with it (FR-FCFS keys are unique in a PC, so the order is total and the
         result is the full pass's; the debug build checks every look against one);
-      * per channel, its best command until anything in the channel changes.
+      * per channel, its best command until anything in the channel changes;
+      * ramulator2: per (type, bank), how many queued requests miss the row it was counted
+        against (kept on every enqueue and dequeue, recounted when the open row differs), so
+        that the search for the oldest hit and the oldest miss stops at the hit when nothing
+        misses (sequential traffic: a 32-request walk per column command before).
     """
 
     def __cinit__(self):
@@ -959,6 +993,8 @@ cdef class RequestRun:
                                 + 16 * eng.max_lat)
         n_ch, n_pcs, n_banks, n_cmd = self.n_ch, self.n_pcs, self.n_banks, self.n_cmd
         self.queue_head = np.full(2 * n_banks, -1, dtype=np.int32)
+        self.miss_row = np.full(2 * n_banks, -2, dtype=np.int32)
+        self.n_miss = np.zeros(2 * n_banks, dtype=np.int32)
         self.queue_tail = np.full(2 * n_banks, -1, dtype=np.int32)
         self.queued_banks = np.zeros(2 * n_banks, dtype=np.int32)
         self.queued_bank_pos = np.full(2 * n_banks, -1, dtype=np.int32)
@@ -1308,6 +1344,7 @@ cdef class RequestRun:
         if self.queue_tail[j] == r:
             self.queue_tail[j] = prev
         self.slots[r].next = -1
+        self.n_miss[j] -= self.slots[r].row != self.miss_row[j]
         if self.queue_head[j] == -1:
             # the bank leaves its PC's active list (swap-remove)
             lst = typ * self.n_pcs + q
@@ -1417,6 +1454,8 @@ cdef class RequestRun:
         is forwarded (a read) or coalesced (a write). ``b``: its global bank, -1 = compute."""
         cdef int32_t r2
         cdef int64_t q
+        if self.queue_len[self.n_ch + self.in_ch[p]] == 0:
+            return False  # no write queued on its channel (every read-only trace)
         if b < 0:
             q = <int64_t>self.in_ch[p] * self.pcs_per_ch + self.in_pc[p]
             b = ((q * self.eng.cnt[2] + self.in_sid[p]) * self.eng.cnt[3] + self.in_bg[p]) \
