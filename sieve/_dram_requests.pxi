@@ -636,7 +636,8 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                 else:
                     run.slots[run.queue_tail[j]].next = r
                 run.queue_tail[j] = r
-                run.n_miss[j] += s.row != run.miss_row[j]
+                if Lifecycle is LcRamulator2:
+                    run.n_miss[j] += s.row != run.miss_row[j]
                 run.queue_len[typ * n_ch + c] += 1
                 run.in_flight[c] += 1
                 if run.has_outputs:
@@ -1344,7 +1345,8 @@ cdef class RequestRun:
         if self.queue_tail[j] == r:
             self.queue_tail[j] = prev
         self.slots[r].next = -1
-        self.n_miss[j] -= self.slots[r].row != self.miss_row[j]
+        if self.lifecycle == LC_RAMULATOR2:
+            self.n_miss[j] -= self.slots[r].row != self.miss_row[j]
         if self.queue_head[j] == -1:
             # the bank leaves its PC's active list (swap-remove)
             lst = typ * self.n_pcs + q
