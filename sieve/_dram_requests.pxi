@@ -434,7 +434,7 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
     cdef const int32_t* cand_group
     cdef int32_t nr, k
     cdef int64_t b, b0
-    cdef bint better
+    cdef int64_t msk
     if run.pc_best_valid[q] and run.banks[run.pc_best_id[q] >> 2].valid:
         # the cached best stands if its tick has not moved and its bank was not marked since
         # (see the class docstring); banks marked since are rebuilt and only their
@@ -505,11 +505,12 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
         g = cand_group[i]
         e = _max(_max(R[cand_sid_off[i]], R[cand_bg_off[i]]), _max(R[cand_bank_off[i]], G[g]))
         e = (e + M[g]) & ~M[g]
-        # FR-FCFS order (tick, key) as selects, not branches (the outcome is unpredictable)
-        better = (e < m) | ((e == m) & (cand_key[i] < mk))
-        m = e if better else m
-        mk = cand_key[i] if better else mk
-        mi = i if better else mi
+        # FR-FCFS order (tick, key) as masks, not branches (the outcome is unpredictable, and
+        # a conditional expression compiles to a branch here)
+        msk = -<int64_t>((e < m) | ((e == m) & (cand_key[i] < mk)))
+        m = (e & msk) | (m & ~msk)
+        mk = (cand_key[i] & msk) | (mk & ~msk)
+        mi = <int32_t>((i & msk) | (mi & ~msk))
     id = run.cand_id[o + mi]
     cd = &run.banks[id >> 2].cand[id & 3]
     best.tick = m
