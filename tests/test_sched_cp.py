@@ -23,6 +23,7 @@ from sieve.sched.cp import (
     gpu_launch_ns,
     look_prefixes,
     padded_tokens,
+    prefix_split,
     sieve_cp,
     sieve_cp_reference,
     sieve_cp_start,
@@ -113,6 +114,16 @@ def test_look_prefixes_hold_the_baselines_ends_and_the_scans_choice():
     assert look_prefixes(1, 1) == [0, 1]
     assert look_prefixes(40, 9) == [0, 1, 2, 4, 8, 9, 10, 16, 32, 40]
     assert look_prefixes(40, 40) == [0, 1, 2, 4, 8, 16, 32, 39, 40]
+
+
+def test_prefix_split_puts_the_most_popular_experts_on_the_gpu():
+    c = np.array([0, 5, 2, 5, 0, 9, 1])
+    # order: 9 (id 5), 5 (id 1), 5 (id 3: ties by lower id), 2, 1
+    assert prefix_split(c, 0).tolist() == (c > 0).tolist()
+    assert np.flatnonzero(~prefix_split(c, 2) & (c > 0)).tolist() == [1, 5]
+    assert np.flatnonzero(~prefix_split(c, 3) & (c > 0)).tolist() == [1, 3, 5]
+    assert not prefix_split(c, 99).any()  # all on the GPU, never an idle expert on PIM
+    assert prefix_split(np.zeros(4, dtype=int), 2).sum() == 0
 
 
 @settings(max_examples=100, deadline=None)

@@ -431,6 +431,18 @@ def look_prefixes(n: int, k: int) -> list[int]:
     return sorted(ks)
 
 
+def prefix_split(counts: np.ndarray, n_gpu: int) -> np.ndarray:
+    """``on_pim`` of the prefix split that puts the ``n_gpu`` most popular activated experts on
+    the GPU (the scan's order: most tokens first, ties by lower id) and the other activated
+    ones on PIM."""
+    c = np.asarray(counts)
+    active = np.flatnonzero(c)
+    order = active[np.argsort(-c[active], kind="stable")]
+    on_pim = c > 0
+    on_pim[order[:max(int(n_gpu), 0)]] = False
+    return on_pim
+
+
 def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None]:
     """Under two-batch overlap: the scan's split against other prefixes of its own order
     (:func:`look_prefixes`), each rated by the step's list schedule of both micro-batches to

@@ -90,7 +90,7 @@ from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.amortize import DecisionMemo
-from sieve.sched.cp import split_cost
+from sieve.sched.cp import prefix_split, split_cost
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
@@ -941,11 +941,15 @@ class _Builder:
         (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
         sampled layer has no decision. In the look: this split's expert tasks at its
         estimator's costs (:func:`sieve.sched.cp.split_cost`); every decision reached before
-        the watched ones (the other micro-batch's, other GPUs') splits its experts at this
-        split's threshold (the fewest tokens an expert on the GPU has here: every expert with
-        as many on the GPU, the rest on PIM) at its own GPU's estimator; attention not run
-        yet at its GPU's observed EMA, PIM experts decided and not run at their GPU's cost
-        table (read when a look first asks); every other task as built."""
+        the watched ones splits its experts at its own GPU's estimator: the other
+        micro-batch's on this GPU at this split's threshold (the fewest tokens an expert on
+        the GPU has here: every expert with as many on the GPU, the rest on PIM), another
+        GPU's (expert parallelism) with as many of its most popular experts on its GPU as
+        this split has (:func:`sieve.sched.cp.prefix_split`: a GPU expert's cost is mostly
+        its weight stream, the same for every GPU, where a threshold in tokens means a
+        different number of experts on each GPU); attention not run yet at its GPU's
+        observed EMA, PIM experts decided and not run at their GPU's cost table (read when
+        a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
         watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
@@ -985,13 +989,17 @@ class _Builder:
             on_pim = np.asarray(on_pim, dtype=bool)
             gpu = (local > 0) & ~on_pim
             thr = float(local[gpu].min()) if gpu.any() else np.inf
+            n_gpu = int(gpu.sum())
 
             def expand(t: Task, add) -> None:
                 d = self.deciders.get(id(t))
                 if d is None:
                     return
                 gx, cx, jx, dx = d
-                experts(gx, t, cx, ~(cx >= thr), jx, dx, t.priority, add, st.estimators[gx])
+                # the other micro-batch here: this split's threshold; another GPU (EP): as
+                # many of its most popular experts on its GPU as this split has (docstring)
+                op = ~(cx >= thr) if gx == g else prefix_split(cx, n_gpu)
+                experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
 
             extra: list[Task] = []
             rel: list[tuple[Task, list[Task]]] = []
