@@ -262,6 +262,12 @@ cdef inline bint _rp_auto_precharge(RequestRun run, Lifecycle* lc, RowPolicy* rp
 # ---- request scheduler: candidates (FR-FCFS, see RequestRun) -------------------------------
 
 
+cdef inline int64_t _fr_key(const RCand* cd) noexcept nogil:
+    """A candidate's FR-FCFS key: higher rank first, then older (rank <= 4 and ids < 2**58);
+    lower wins at equal ticks."""
+    return ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+
+
 cdef void _check_misses(RequestRun run, int64_t j, int orow, int32_t hit,
                        int32_t non) noexcept nogil:
     """Debug builds: n_miss counts queue j's requests off the open row, and the search found
@@ -447,19 +453,17 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
             nr = run.n_rebuild[q]
             if nr:
                 _rs_rebuild(run, lc, q, typ, blocked)
-                mk = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+                mk = _fr_key(cd)
                 b0 = q * run.banks_per_pc
                 for i in range(nr):
                     b = run.rebuild_banks[b0 + i]
                     for k in range(run.banks[b].n_cand):
                         cd = &run.banks[b].cand[k]
                         e = run._tick(b, cd.cmd, chb, pcb, now)
-                        if e <= m:
-                            g = <int32_t>((b << 2) | k)
-                            if e < m or ((<int64_t>(7 - cd.rank)) << 58 | cd.age) < mk:
-                                m = e
-                                mk = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
-                                id = g
+                        if e < m or (e == m and _fr_key(cd) < mk):
+                            m = e
+                            mk = _fr_key(cd)
+                            id = <int32_t>((b << 2) | k)
                 run.pc_best_tick[q] = m
                 run.pc_best_id[q] = id
                 cd = &run.banks[id >> 2].cand[id & 3]
@@ -1381,8 +1385,7 @@ cdef class RequestRun:
         self.cand_sid_off[o] = <int32_t>(bk.base[2] + cd.cmd)
         self.cand_bg_off[o] = <int32_t>(bk.base[3] + cd.cmd)
         self.cand_bank_off[o] = <int32_t>(bk.base[4] + cd.cmd)
-        # FR-FCFS key: higher rank first, then older (rank <= 4 and ids < 2**58: feed)
-        self.cand_key[o] = ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+        self.cand_key[o] = _fr_key(cd)  # (rank <= 4 and ids < 2**58: feed)
         self.cand_group[o] = cd.grp
         self.cand_id[o] = <int32_t>((b << 2) | k)
 
@@ -1438,7 +1441,7 @@ cdef class RequestRun:
                     or self.cand_sid_off[o + i] != bk.base[2] + gc
                     or self.cand_bg_off[o + i] != bk.base[3] + gc
                     or self.cand_bank_off[o + i] != bk.base[4] + gc
-                    or self.cand_key[o + i] != ((<int64_t>(7 - cd.rank)) << 58) | cd.age
+                    or self.cand_key[o + i] != _fr_key(cd)
                     or b // self.banks_per_pc != q or not bk.valid
                     or (self.cand_id[o + i] & 3) >= bk.n_cand):
                 bad = 1

@@ -431,15 +431,18 @@ def look_prefixes(n: int, k: int) -> list[int]:
     return sorted(ks)
 
 
-def prefix_split(counts: np.ndarray, n_gpu: int) -> np.ndarray:
-    """``on_pim`` of the prefix split that puts the ``n_gpu`` most popular activated experts on
-    the GPU (the scan's order: most tokens first, ties by lower id) and the other activated
-    ones on PIM."""
+def scan_order(counts: np.ndarray) -> np.ndarray:
+    """The activated experts in the scan's order: most tokens first, ties by lower id."""
     c = np.asarray(counts)
     active = np.flatnonzero(c)
-    order = active[np.argsort(-c[active], kind="stable")]
-    on_pim = c > 0
-    on_pim[order[:max(int(n_gpu), 0)]] = False
+    return active[np.argsort(-c[active], kind="stable")]
+
+
+def prefix_split(counts: np.ndarray, n_gpu: int) -> np.ndarray:
+    """``on_pim`` of the prefix split that puts the ``n_gpu`` most popular activated experts on
+    the GPU (:func:`scan_order`) and the other activated ones on PIM."""
+    on_pim = np.asarray(counts) > 0
+    on_pim[scan_order(counts)[:max(int(n_gpu), 0)]] = False
     return on_pim
 
 
@@ -449,8 +452,7 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
     their next decisions (``load.lookahead``); the best one (ties: the scan's), and what it
     saves over all on PIM by that rating (None where the look gives none)."""
     c = load.counts
-    active = np.flatnonzero(c)
-    order = active[np.argsort(-c[active], kind="stable")]
+    order = scan_order(c)
     k = int((~on_pim[order]).sum())
     rate = {}
     for j in look_prefixes(order.size, k):
