@@ -438,11 +438,15 @@ def scan_order(counts: np.ndarray) -> np.ndarray:
     return active[np.argsort(-c[active], kind="stable")]
 
 
-def prefix_split(counts: np.ndarray, n_gpu: int) -> np.ndarray:
+def prefix_split(counts: np.ndarray, n_gpu: int, order: np.ndarray | None = None
+                 ) -> np.ndarray:
     """``on_pim`` of the prefix split that puts the ``n_gpu`` most popular activated experts on
-    the GPU (:func:`scan_order`) and the other activated ones on PIM."""
+    the GPU (:func:`scan_order`; ``order``: that order when the caller has it) and the other
+    activated ones on PIM."""
     on_pim = np.asarray(counts) > 0
-    on_pim[scan_order(counts)[:max(int(n_gpu), 0)]] = False
+    if order is None:
+        order = scan_order(counts)
+    on_pim[order[:max(int(n_gpu), 0)]] = False
     return on_pim
 
 

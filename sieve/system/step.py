@@ -90,7 +90,7 @@ from sieve.pim.attention import run_attention
 from sieve.pim.cost import EngineCostModel
 from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.amortize import DecisionMemo
-from sieve.sched.cp import prefix_split, split_cost
+from sieve.sched.cp import prefix_split, scan_order, split_cost
 from sieve.sched.estimator import Estimator
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
@@ -623,9 +623,9 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
-        # for the look ahead (two-batch overlap): each decision's GPU, counts, join and
-        # dispatch by id(task); decided PIM experts' estimator and split, then their
-        # estimated time once a look has asked for it
+        # for the look ahead (two-batch overlap): each decision's GPU, counts, join, dispatch
+        # and (EP) its experts' scan order by id(task); decided PIM experts' estimator and
+        # split, then their estimated time once a look has asked for it
         self.deciders: dict[int, tuple] = {}
         self.pim_est: dict[int, tuple | float] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
@@ -826,7 +826,9 @@ class _Builder:
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
             if self.tbo:
-                self.deciders[id(sc)] = (g, local, join, [disp] if multi else [])
+                # (under EP its experts' order too: other GPUs' looks split by it, _lookahead)
+                self.deciders[id(sc)] = (g, local, join, [disp] if multi else [],
+                                         scan_order(local) if multi else None)
         after = joins
         if multi:
             t_comb = self.st.precise.comm_ns(EpExchange("combine", copies,
@@ -995,10 +997,10 @@ class _Builder:
                 d = self.deciders.get(id(t))
                 if d is None:
                     return
-                gx, cx, jx, dx = d
+                gx, cx, jx, dx, ox = d
                 # the other micro-batch here: this split's threshold; another GPU (EP): as
                 # many of its most popular experts on its GPU as this split has (docstring)
-                op = ~(cx >= thr) if gx == g else prefix_split(cx, n_gpu)
+                op = ~(cx >= thr) if gx == g else prefix_split(cx, n_gpu, ox)
                 experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
 
             extra: list[Task] = []
