@@ -313,15 +313,30 @@ def test_the_look_ahead_predicts_the_next_decisions():
 
 def test_sieve_cp_under_tbo_looks_ahead_where_the_pim_waits_for_a_decision():
     """Qwen3-30B-A3B MATH-500 B=16 on one B200 under two-batch overlap (the validation's
-    setting): sieve-cp within 1 % of Duplex (0.996x). Without the look (its scan and lane
-    bounds alone) the PIM idled 15.5 us a layer waiting for the second micro-batch's
-    decision, which the first's GPU experts delayed on the compute lane: 0.882x
-    (docs/system.md §5)."""
+    setting): sieve-cp within 2 % of Duplex (0.982x; 0.996x while the look rated only its
+    grid of prefixes, before 2026-12-04's step from the best one expert at a time, which
+    follows the look's error further here: docs/schedulers.md). Without the look (its scan
+    and lane bounds alone) the PIM idled 15.5 us a layer waiting for the second
+    micro-batch's decision, which the first's GPU experts delayed on the compute lane:
+    0.882x (docs/system.md §5)."""
     kw = dict(model="qwen3-30b-a3b", system="1xb200", batch=16, steps=1, warmup=1, layers=8,
               overlap="tbo", workload="math-500")
     duplex = simulate_run(RunConfig(method="duplex", **kw)).row["throughput_tok_s_gpu"]
     cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
-    assert cp >= 0.99 * duplex
+    assert cp >= 0.98 * duplex
+
+
+@pytest.mark.slow
+def test_sieve_cp_under_tbo_steps_from_the_best_prefix_one_expert_at_a_time():
+    """gpt-oss-120b HH-RLHF B=256 on 4 B200s (expert parallelism) under two-batch overlap: the
+    look's ratings are lowest at 5-7 experts on the GPU, between the powers of two of its
+    grid; rating the grid alone it took 8 and ran at 0.959x Duplex, stepping from the grid's
+    best one expert at a time 0.991x (docs/schedulers.md)."""
+    kw = dict(model="gpt-oss-120b", system="4xb200", batch=256, steps=1, warmup=1, layers=8,
+              overlap="tbo", workload="hh-rlhf", parallel="ep")
+    duplex = simulate_run(RunConfig(method="duplex", **kw)).row["throughput_tok_s_gpu"]
+    cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
+    assert cp >= 0.985 * duplex
 
 
 @pytest.mark.slow

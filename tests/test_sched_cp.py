@@ -132,9 +132,11 @@ def test_prefix_split_puts_the_most_popular_experts_on_the_gpu():
 def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
     """With a look (two-batch overlap), sieve-cp keeps the scan's split unless the look rates
     another prefix of the same order (all on PIM, all on the GPU, powers of two, the scan's
-    neighbours) strictly better; the chosen split is never rated worse than AllExp's, NoExp's
-    or the scan's; what deciding saved is the look's all-on-PIM rating minus the chosen one's;
-    a look that gives no rating leaves the scan's split."""
+    neighbours, then one expert at a time from the best of those) strictly better; the chosen
+    split is never rated worse than AllExp's, NoExp's, the scan's or any prefix asked, and no
+    better than its two neighbours (a local minimum of the rating); each prefix is asked once;
+    what deciding saved is the look's all-on-PIM rating minus the chosen one's; a look that
+    gives no rating leaves the scan's split."""
     counts = np.array(counts, dtype=np.int64)
     est = _estimator(observe)
     active = np.flatnonzero(counts)
@@ -156,10 +158,16 @@ def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
     scan = sieve_cp(plain, est)
     k = prefix(scan.on_pim)
     p = sieve_cp(LayerLoad(counts, est.shape, lookahead=look), est)
-    assert sorted(asked) == look_prefixes(order.size, k)
+    grid = look_prefixes(order.size, k)
+    assert asked[:len(grid)] == grid and len(set(asked)) == len(asked)
+    # past the grid, only neighbours of a prefix asked before, one expert apart
+    assert all(i in (asked[x - 1] - 1, asked[x - 1] + 1) or i - 1 in asked[:x] or
+               i + 1 in asked[:x] for x, i in enumerate(asked) if x >= len(grid))
     j = prefix(p.on_pim)
     assert ratings[j] <= min(ratings[0], ratings[order.size], ratings[k])
     assert all(ratings[j] <= ratings[i] for i in asked)
+    assert all(i in asked and ratings[j] <= ratings[i]
+               for i in (j - 1, j + 1) if 0 <= i <= order.size)
     if ratings[j] == ratings[k]:
         assert j == k  # ties: the scan's split
     if observe:
@@ -172,6 +180,25 @@ def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
     off = get_method("sieve-cp-nolook")(LayerLoad(counts, est.shape, lookahead=look), est)
     assert not asked and np.array_equal(off.on_pim, scan.on_pim)
     assert off.method == "sieve-cp-nolook"
+
+
+def test_the_look_descends_from_the_best_power_of_two_one_expert_at_a_time():
+    """The powers of two leave gaps: a rating lowest at 6 experts on the GPU (of 20) is found
+    from the grid's best (4) by stepping up one expert while the rating falls."""
+    counts = np.arange(20, 0, -1, dtype=np.int64)  # the order is the ids
+    est = _estimator(True)
+    asked = []
+
+    def look(mask):
+        asked.append(int((~mask).sum()))
+        return 100.0 + (asked[-1] - 6) ** 2 + (0.5 if asked[-1] > 6 else 0.0)
+
+    p = sieve_cp(LayerLoad(counts, est.shape, lookahead=look), est)
+    assert int((~p.on_pim).sum()) == 6
+    k = int((~sieve_cp(LayerLoad(counts, est.shape), est).on_pim).sum())
+    grid = look_prefixes(20, k)
+    assert set(asked) - set(grid) <= {3, 5, 6, 7}  # from 4: 3 and 5, then 6, then 7
+    assert p.est_gain_ns == pytest.approx(look(counts > 0) - 100.0)
 
 
 def test_split_cost_is_the_estimates_gpu_and_pim_terms():

@@ -83,12 +83,14 @@ Under two-batch overlap the step also gives the decision a look ahead
 (:meth:`sieve.system.dag.Schedule.lookahead`) continued from the decision, with this split's
 expert tasks at the estimator's costs (:func:`split_cost`), until both micro-batches on this
 GPU have reached their next decision; the later of the two is the split's rating (the pair's
-progress, one layer of each). Decisions the look reaches before those (the other
-micro-batch's of this layer, other GPUs') split their experts at this split's threshold: the
-same rule applied by every decision. The scan runs as above; the look then rates its split
-and other prefixes of the same order (:func:`look_prefixes`: all on PIM, all on the GPU, 1,
-2, 4, ... experts on the GPU, the scan's neighbours) and the best rated is taken (ties: the
-scan's). The look costs a list schedule per prefix rated (``sieve profile`` counts
+progress, one layer of each). Decisions the look reaches before those stand in for the
+rated split: the other micro-batch's of this layer on this GPU splits its experts at this
+split's threshold, another GPU's (expert parallelism) puts as many of its most popular
+experts on its GPU as this split has (:func:`prefix_split`). The scan runs as above; the look
+then rates its split and other prefixes of the same order (:func:`look_prefixes`: all on PIM,
+all on the GPU, 1, 2, 4, ... experts on the GPU, the scan's neighbours), then steps one expert
+at a time from the best of those while the rating falls, and the best rated is taken (ties:
+the scan's). The look costs a list schedule per prefix rated (``sieve profile`` counts
 ``looks`` and ``look_placements``); the step charges the decision the seed's time as for every
 other method.
 
@@ -452,21 +454,43 @@ def prefix_split(counts: np.ndarray, n_gpu: int, order: np.ndarray | None = None
 
 def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None]:
     """Under two-batch overlap: the scan's split against other prefixes of its own order
-    (:func:`look_prefixes`), each rated by the step's list schedule of both micro-batches to
-    their next decisions (``load.lookahead``); the best one (ties: the scan's), and what it
-    saves over all on PIM by that rating (None where the look gives none)."""
+    (:func:`look_prefixes`, then one expert more or fewer on the GPU at a time from the best
+    of those while the rating falls: a local minimum of the rating), each rated by the step's
+    list schedule of both micro-batches to their next decisions (``load.lookahead``); the
+    best one (ties: the scan's), and what it saves over all on PIM by that rating (None where
+    the look gives none)."""
     c = load.counts
     order = scan_order(c)
     k = int((~on_pim[order]).sum())
-    rate = {}
-    for j in look_prefixes(order.size, k):
-        m = c > 0
-        m[order[:j]] = False
-        r = load.lookahead(m)
-        if r is None:
+    rate: dict[int, float] = {}
+
+    def rated(js) -> bool:  # rate the prefixes not rated yet; False: the look gives none
+        for j in js:
+            if j not in rate:
+                m = c > 0
+                m[order[:j]] = False
+                r = load.lookahead(m)
+                if r is None:
+                    return False
+                rate[j] = r
+        return True
+
+    def key(j: int) -> tuple:
+        return (rate[j], j != k, j)
+
+    if not rated(look_prefixes(order.size, k)):
+        return on_pim, None
+    best = min(rate, key=key)
+    # then one expert at a time from the best, while the rating improves: the powers of two
+    # leave gaps (4 to 8 experts, 8 to 16) that hold the look's best prefix
+    while order.size:
+        near = [j for j in (best - 1, best + 1) if 0 <= j <= order.size]
+        if not rated(near):
             return on_pim, None
-        rate[j] = r
-    best = min(rate, key=lambda j: (rate[j], j != k, j))
+        step = min(near, key=key)
+        if key(step) >= key(best):
+            break
+        best = step
     m = c > 0
     m[order[:best]] = False
     return m, rate[0] - rate[best]
