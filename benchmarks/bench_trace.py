@@ -102,6 +102,19 @@ def run_ramulator(trace: Path, anchors: Path) -> dict:
             "maxrss_mb": ru.ru_maxrss / 1024, "cycles": d["cycles"], "requests": d["requests"]}
 
 
+def interpreter_start(python: str, env: dict | None = None) -> float:
+    """CPU seconds of ``python -c pass``: what every whole-process run pays before its own
+    code (the interpreter and its site hooks)."""
+    _, _, ru = _run([python, "-c", "pass"], dict(os.environ) if env is None else env)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _in_venv(python: str) -> bool:
+    out, _, _ = _run([python, "-c", "import sys; print(int(sys.prefix != sys.base_prefix))"],
+                     dict(os.environ))
+    return out.strip() == "1"
+
+
 def in_memory_cycles(trace: Path) -> int:
     """Cycles of the in-memory path: the trace read whole by the Python reference reader into a
     RequestTrace, then `simulate_requests`. Run in a child process so that this process stays
@@ -137,6 +150,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     lifecycles = args.lifecycles.split(",")
     rows = []
+    starts: dict[str, list[float]] = {"sieve": [], "ramulator": []}
     load0 = os.getloadavg()
     t_start = time.time()
     for pat in args.patterns.split(","):
@@ -149,6 +163,10 @@ def main(argv=None) -> int:
         runs = {lc: [] for lc in lifecycles}
         ram = []
         for i in range(args.pairs):
+            starts["sieve"].append(interpreter_start(sys.executable))
+            if args.ramulator:
+                starts["ramulator"].append(
+                    interpreter_start(str(args.ramulator / "venv-r21" / "bin" / "python")))
             order = list(lifecycles) + (["ramulator"] if args.ramulator else [])
             if i % 2:
                 order.reverse()
@@ -192,6 +210,15 @@ def main(argv=None) -> int:
               "(Ramulator's time over sieve's, the runs of the same round). Streamed run = "
               "in-memory path, cycle for cycle: " + ", ".join(
                   f"{p} {'yes' if v else 'NO'}" for p, v in same.items()) + ".", "",
+              "Interpreters: sieve runs under " + (
+                  "a virtual environment's Python" if _in_venv(sys.executable)
+                  else "a Python outside any virtual environment (its site hooks included)")
+              + ", whose bare start (`python -c pass`) took " + _mmm(starts["sieve"])
+              + " s CPU (min / median / max over the rounds)" + (
+                  "; Ramulator 2.1 runs under the Python of its driver's virtual environment "
+                  "(ramulator21_rate.py), whose bare start took " + _mmm(starts["ramulator"])
+                  + " s" if starts["ramulator"] else "")
+              + ". Both are inside the whole-process times above.", "",
               f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
               f"{platform.python_version()}; {args.pairs} interleaved rounds, "
               f"{time.time() - t_start:.0f} s in all; load average (1 min) {load0[0]:.1f} at "
