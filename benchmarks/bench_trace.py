@@ -102,10 +102,10 @@ def run_ramulator(trace: Path, anchors: Path) -> dict:
             "maxrss_mb": ru.ru_maxrss / 1024, "cycles": d["cycles"], "requests": d["requests"]}
 
 
-def interpreter_start(python: str, env: dict | None = None) -> float:
+def interpreter_start(python: str) -> float:
     """CPU seconds of ``python -c pass``: what every whole-process run pays before its own
     code (the interpreter and its site hooks)."""
-    _, _, ru = _run([python, "-c", "pass"], dict(os.environ) if env is None else env)
+    _, _, ru = _run([python, "-c", "pass"], dict(os.environ))
     return ru.ru_utime + ru.ru_stime
 
 
