@@ -80,11 +80,18 @@ def _run(cmd: list[str], env: dict) -> tuple[str, float, resource.struct_rusage]
         return out.read().decode(), wall, usage
 
 
-def run_sieve(trace: Path, lifecycle: str = "sieve") -> dict:
-    """One whole-process run of `sieve dram --trace`: wall, CPU, peak RSS, the JSON result."""
+def _sieve_env() -> dict:
+    """The environment of every sieve process the benchmark times: byte-compiled modules
+    cached under one prefix, OpenBLAS single-threaded."""
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "sieve-bench-pycache")
+    return env
+
+
+def run_sieve(trace: Path, lifecycle: str = "sieve") -> dict:
+    """One whole-process run of `sieve dram --trace`: wall, CPU, peak RSS, the JSON result."""
+    env = _sieve_env()
     out, wall, ru = _run([sys.executable, "-m", "sieve", *SIEVE_ARGS[:-1], "--lifecycle",
                           lifecycle, "--trace", str(trace)], env)
     d = json.loads(out)
@@ -102,10 +109,10 @@ def run_ramulator(trace: Path, anchors: Path) -> dict:
             "maxrss_mb": ru.ru_maxrss / 1024, "cycles": d["cycles"], "requests": d["requests"]}
 
 
-def interpreter_start(python: str) -> float:
-    """CPU seconds of ``python -c pass``: what every whole-process run pays before its own
-    code (the interpreter and its site hooks)."""
-    _, _, ru = _run([python, "-c", "pass"], dict(os.environ))
+def interpreter_start(python: str, env: dict) -> float:
+    """CPU seconds of ``python -c pass`` in ``env``: what every whole-process run pays before
+    its own code (the interpreter and its site hooks)."""
+    _, _, ru = _run([python, "-c", "pass"], env)
     return ru.ru_utime + ru.ru_stime
 
 
@@ -163,10 +170,10 @@ def main(argv=None) -> int:
         runs = {lc: [] for lc in lifecycles}
         ram = []
         for i in range(args.pairs):
-            starts["sieve"].append(interpreter_start(sys.executable))
+            starts["sieve"].append(interpreter_start(sys.executable, _sieve_env()))
             if args.ramulator:
-                starts["ramulator"].append(
-                    interpreter_start(str(args.ramulator / "venv-r21" / "bin" / "python")))
+                starts["ramulator"].append(interpreter_start(
+                    str(args.ramulator / "venv-r21" / "bin" / "python"), dict(os.environ)))
             order = list(lifecycles) + (["ramulator"] if args.ramulator else [])
             if i % 2:
                 order.reverse()
