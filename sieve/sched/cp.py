@@ -467,9 +467,7 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
     def rated(js) -> bool:  # rate the prefixes not rated yet; False: the look gives none
         for j in js:
             if j not in rate:
-                m = c > 0
-                m[order[:j]] = False
-                r = load.lookahead(m)
+                r = load.lookahead(prefix_split(c, j, order))
                 if r is None:
                     return False
                 rate[j] = r
@@ -491,9 +489,7 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
         if key(step) >= key(best):
             break
         best = step
-    m = c > 0
-    m[order[:best]] = False
-    return m, rate[0] - rate[best]
+    return prefix_split(c, best, order), rate[0] - rate[best]
 
 
 def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
