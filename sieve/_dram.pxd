@@ -55,16 +55,19 @@ cdef enum:
     C_ACTSB = 14
     C_MACSB = 15
     C_PRESB = 16
-    N_COMMANDS = 17
+    C_ACTPB = 17
+    C_MACPB = 18
+    C_PREPB = 19
+    N_COMMANDS = 20
 
 # Status codes of a state check (0 = legal)
 cdef enum:
     E_OK = 0
     E_TIMING = 1          # issued before the earliest legal tick
-    E_BANK_OPEN = 2       # ACT/ACTAB/ACTSB to a bank that has an open row
+    E_BANK_OPEN = 2       # ACT/ACTAB/ACTSB/ACTPB to a bank that has an open row
     E_BANK_CLOSED = 3     # column command to a closed bank
     E_ROW_MISS = 4        # column command to a row that is not the open one
-    E_NOT_ALL_OPEN = 5    # MACAB / MACSB without the row open in every bank it reads
+    E_NOT_ALL_OPEN = 5    # MACAB / MACSB / MACPB without the row open in every bank it reads
     E_REFRESH_OPEN = 6    # refresh with a row open
     E_DISABLED = 7        # command not part of this spec (PIM command on plain DRAM)
     E_ALIGN = 8           # column command off a rising clock edge
@@ -120,6 +123,8 @@ cdef class Engine:
     cdef int banks_per_sid              # banks of one SID (a PIM bank bundle)
     cdef int n_bund                     # PIM bank bundles (pim.bundles): 1 = all-bank rows,
                                         # else one per SID (ACTSB / MACSB / PRESB)
+    cdef bint parity                    # pim.bank_parity: ACTPB / MACPB / PREPB act on the
+                                        # banks of one parity (bank index bit 0) of a PC
     cdef int banks_per_ch               # banks of one channel
     cdef int n_rows                     # rows per bank
     cdef int n_cols                     # burst columns per row
@@ -161,6 +166,8 @@ cdef class Engine:
     cdef int32_t[::1] ab_row            # (buffer, global PC) -> row open in every bank, else -1
     cdef int32_t[::1] sb_row            # (buffer, global SID) -> row open in every bank of the
                                         # SID (a PIM bank bundle), else -1
+    cdef int32_t[::1] pb_row            # (buffer, global PC, parity) -> row open in every bank
+                                        # of that parity of the PC, else -1
     cdef int32_t[::1] n_open            # (buffer, global PC) -> number of banks with a row open
 
     # ---- refresh manager (both front ends; carried across runs) ----
@@ -186,6 +193,7 @@ cdef class Engine:
     cdef inline tick_t _earliest(self, int cmd, const int* nodes) noexcept nogil
     cdef inline tick_t _align(self, int cmd, tick_t t) noexcept nogil
     cdef inline int _state(self, int cmd, const int* nodes, int row) noexcept nogil
+    cdef inline void _fold(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
     cdef inline void _order(self, const int* nodes, tick_t clk) noexcept nogil
     cdef void _apply_state(self, int cmd, const int* nodes, int row) noexcept nogil
@@ -476,6 +484,9 @@ cdef class _PimRun:
     cdef int64_t n_grfa_steps           # steps of SEQ_GRFA, count (0: GWRITE writes the input)
     cdef int n_bundles                  # PIM bank bundles per PC, count (1: all-bank rows;
                                         # else one per SID)
+    cdef bint parity                    # bool: bank-parity rows (Engine.parity)
+    cdef int64_t grfa_par               # bank parity of the register-row writes (SEQ_GRFA
+                                        # steps' bank), -1 without them
     cdef int64_t n_pcs                  # simulated pseudo-channels, count
     cdef int64_t n_kernels              # kernel descriptors, count
     cdef int64_t n_slots                # slots, count
@@ -500,6 +511,8 @@ cdef class _PimRun:
     cdef const int32_t* pim_sb_row_p    # Engine.sb_row, PIM row buffer: per SID, the row
                                         # open in every bank of the SID, -1
     cdef const int32_t* pim_open_row_p  # Engine.open_row, PIM row buffer: per bank, open row
+    cdef const int32_t* pim_pb_row_p    # Engine.pb_row, PIM row buffer: per (PC, parity), the
+                                        # row open in every bank of the parity, -1
     cdef const int64_t* seq_ptr_p       # seq_ptr
     cdef const int64_t* steps_p         # steps (S_NFIELDS per step)
 
@@ -523,6 +536,10 @@ cdef class _PimRun:
     cdef inline bint _sid_closed(self, int64_t q, int64_t sid) noexcept nogil
     cdef inline int _bundle_cmd(self, int64_t q, int64_t* s, const int64_t* kr) noexcept nogil
     cdef inline int _prep_cmd(self, int64_t q, int64_t* s) noexcept nogil
+    cdef inline int64_t _par_of(self, const int64_t* kr, int64_t k, int64_t* m) noexcept nogil
+    cdef inline int64_t _par_open_bank(self, int64_t q, int64_t par) noexcept nogil
+    cdef inline int _parity_cmd(self, int64_t q, int64_t* s, const int64_t* kr) noexcept nogil
+    cdef inline int _par_prep_cmd(self, int64_t q, int64_t* s) noexcept nogil
     cdef inline int _next(self, int64_t q, int64_t* s) noexcept nogil
     cdef inline bint _scan(self, int c, tick_t* out_e, int* out_cmd, int* out_pl,
                            int* out_kind) noexcept nogil

@@ -96,7 +96,7 @@ cdef inline tick_t _min(tick_t a, tick_t b) noexcept nogil:
     return a if a < b else b
 
 
-_BUFFER_FIELDS = ("open_row", "ab_row", "sb_row", "n_open")  # per (buffer, channel, pc, unit)
+_BUFFER_FIELDS = ("open_row", "ab_row", "sb_row", "pb_row", "n_open")  # per (buffer, channel, pc, unit)
 _PC_COUNTERS = ("ref_due", "ref_rr", "pc_last", "pc_lseq")  # per (channel, pc)
 _PC_FIELDS = _BUFFER_FIELDS + _PC_COUNTERS
 
@@ -153,6 +153,10 @@ cdef class Engine:
         self.n_bund = int(arrays.get("bundles", 1))
         if self.n_bund != 1 and self.n_bund != self.cnt[2]:
             raise ValueError(f"Engine: bundles must be 1 or the SID count {self.cnt[2]}")
+        self.parity = bool(arrays.get("bank_parity", 0))
+        if self.parity and (self.n_bund != 1 or self.banks_per_pc % 2):
+            raise ValueError("Engine: bank_parity needs bundles 1 and an even number of banks "
+                             "per pseudo-channel")
         self.banks_per_ch = self.banks_per_pc * self.cnt[1]
         self.n_rows = int(arrays["rows"])
         self.n_cols = int(arrays["columns"])
@@ -244,6 +248,7 @@ cdef class Engine:
         self.open_row = np.full(self.n_buffers * self.n_nodes[4], -1, dtype=np.int32)
         self.ab_row = np.full(self.n_buffers * self.n_nodes[1], -1, dtype=np.int32)
         self.sb_row = np.full(self.n_buffers * self.n_nodes[2], -1, dtype=np.int32)
+        self.pb_row = np.full(self.n_buffers * self.n_nodes[1] * 2, -1, dtype=np.int32)
         self.n_open = np.zeros(self.n_buffers * self.n_nodes[1], dtype=np.int32)
         self.pim_ab_off = <int64_t>self.cmd_buffer[C_ACTAB] * self.n_nodes[1]
         self.ref_due = np.full(self.n_nodes[1], self.ref_interval, dtype=np.int64)
@@ -267,6 +272,7 @@ cdef class Engine:
         self.open_row[:] = -1
         self.ab_row[:] = -1
         self.sb_row[:] = -1
+        self.pb_row[:] = -1
         self.n_open[:] = 0
         self.ref_due[:] = self.ref_interval
         self.ref_rr[:] = 0
@@ -332,8 +338,8 @@ cdef class Engine:
     # Persistent state: the arrays a run starts from, in a fixed order (sieve.dram.memo
     # normalises them into exact memo keys; sieve.dram.pim_device copies channels of symmetric
     # runs).
-    STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "sb_row", "n_open", "ref_due",
-                    "ref_rr", "pc_last", "pc_lseq", "ch_last")
+    STATE_FIELDS = ("ready", "hist", "open_row", "ab_row", "sb_row", "pb_row", "n_open",
+                    "ref_due", "ref_rr", "pc_last", "pc_lseq", "ch_last")
 
     def layout(self):
         """The device's sizes: per-level node counts and history slots, row buffers, commands,
@@ -351,7 +357,7 @@ cdef class Engine:
     def _arrays(self):
         return {"ready": np.asarray(self.ready), "hist": np.asarray(self.hist),
                 "open_row": np.asarray(self.open_row), "ab_row": np.asarray(self.ab_row),
-                "sb_row": np.asarray(self.sb_row),
+                "sb_row": np.asarray(self.sb_row), "pb_row": np.asarray(self.pb_row),
                 "n_open": np.asarray(self.n_open), "ref_due": np.asarray(self.ref_due),
                 "ref_rr": np.asarray(self.ref_rr), "pc_last": np.asarray(self.pc_last),
                 "pc_lseq": np.asarray(self.pc_lseq), "ch_last": np.asarray(self.ch_last)}
@@ -420,9 +426,9 @@ cdef class Engine:
           pseudo-channels per channel otherwise (a pseudo-channel's nodes contiguous);
         * ``hist``: per level ``(n, u_l, nodes_l, slots_l, window)``, the issue ticks of the
           windowed constraints' history (-1: none; ``slots_l`` may be 0);
-        * ``open_row``, ``ab_row``, ``sb_row``, ``n_open``: ``(n, pcs, buffers, units)``, the
-          open row of each bank / all-bank / same-bank unit per row buffer (-1 closed) and the
-          open banks;
+        * ``open_row``, ``ab_row``, ``sb_row``, ``pb_row``, ``n_open``: ``(n, pcs, buffers,
+          units)``, the open row of each bank / all-bank / same-bank (SID) / bank-parity unit
+          per row buffer (-1 closed) and the open banks;
         * ``ref_due``, ``ref_rr``, ``pc_last``, ``pc_lseq``: ``(n, pcs)``, the next refresh's
           due tick, its bank round robin, each pseudo-channel's last issue tick and number;
         * ``ch_last``: ``(n,)``, each channel's last issue tick;
@@ -555,6 +561,10 @@ cdef class Engine:
             elif not 0 <= a[l] < self.cnt[l]:
                 raise ValueError(f"address level {l} index {a[l]} out of range "
                                  f"[0, {self.cnt[l]})")
+        if cmd >= C_ACTPB and not (a[2] == 0 and a[3] == 0 and a[4] <= 1):
+            raise ValueError("ACTPB / MACPB / PREPB address bank 0 (even banks) or 1 (odd "
+                             f"banks) of SID 0, bank group 0; got SID {a[2]}, bank group "
+                             f"{a[3]}, bank {a[4]}")
         self._nodes(a[0], a[1], a[2], a[3], a[4], nodes)
         return 0
 
@@ -624,10 +634,17 @@ cdef class Engine:
         cdef int l
         cdef int scope = self.cmd_scope[cmd]
         cdef tick_t e = 0, v
+        cdef int64_t b, first
         for l in range(scope + 1):
             v = self.ready[self.lvl_off[l] + <int64_t>nodes[l] * self.n_cmd + cmd]
             if v > e:
                 e = v
+        if cmd >= C_ACTPB:  # a parity command: every bank of its parity
+            first = <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
+            for b in range(first, first + self.banks_per_pc, 2):
+                v = self.ready[self.lvl_off[LV_BANK] + b * self.n_cmd + cmd]
+                if v > e:
+                    e = v
         return e
 
     cdef inline tick_t _align(self, int cmd, tick_t t) noexcept nogil:
@@ -645,7 +662,12 @@ cdef class Engine:
         if not self.cmd_enabled[cmd]:
             return E_DISABLED
         if kind == K_OPEN:
-            if scope == LV_BANK:
+            if cmd == C_ACTPB:  # every bank of the parity closed (bank index bit 0)
+                first = buf * nb + <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
+                for b in range(0, self.banks_per_pc, 2):
+                    if self.open_row[first + b] != -1:
+                        return E_BANK_OPEN
+            elif scope == LV_BANK:
                 if self.open_row[buf * nb + nodes[4]] != -1:
                     return E_BANK_OPEN
             elif scope == LV_SID:  # a bundle: every bank of the SID closed
@@ -662,7 +684,10 @@ cdef class Engine:
             if o != row:
                 return E_ROW_MISS
         elif kind == K_MAC:
-            if scope == LV_SID:
+            if cmd == C_MACPB:
+                if row < 0 or self.pb_row[(buf * npc + nodes[1]) * 2 + nodes[4] % 2] != row:
+                    return E_NOT_ALL_OPEN
+            elif scope == LV_SID:
                 if row < 0 or self.sb_row[buf * self.n_nodes[2] + nodes[2]] != row:
                     return E_NOT_ALL_OPEN
             elif row < 0 or self.ab_row[buf * npc + nodes[1]] != row:
@@ -684,11 +709,30 @@ cdef class Engine:
         cdef int64_t pc_i = <int64_t>self.n_nodes[1] * buf + nodes[1]
         cdef int64_t sb_base = <int64_t>self.n_nodes[2] * buf
         cdef int64_t nsid = self.cnt[2]
-        cdef int64_t first, b, bank_i, s0
+        cdef int64_t first, b, bank_i, s0, par
         cdef bint opens = kind == K_OPEN
         if not opens and kind != K_CLOSE and kind != K_READ_AP and kind != K_WRITE_AP:
             return
-        if scope == LV_BANK:
+        if cmd == C_ACTPB or cmd == C_PREPB:
+            # a bank parity: every other bank of the PC from bank 0 (even) or 1 (odd); the
+            # PC's all-bank row holds when both parities hold the same row
+            par = nodes[4] % 2
+            first = buf * nb + <int64_t>nodes[1] * self.banks_per_pc + par
+            for b in range(0, self.banks_per_pc, 2):
+                if opens and self.open_row[first + b] == -1:
+                    self.n_open[pc_i] += 1
+                elif not opens and self.open_row[first + b] != -1:
+                    self.n_open[pc_i] -= 1
+                self.open_row[first + b] = row if opens else -1
+            self.pb_row[pc_i * 2 + par] = row if opens else -1
+            self.ab_row[pc_i] = -1
+            if opens and self.n_open[pc_i] == self.banks_per_pc and \
+                    self.pb_row[pc_i * 2 + 1 - par] == row:
+                self.ab_row[pc_i] = row
+            s0 = sb_base + <int64_t>nodes[1] * nsid
+            for b in range(nsid):
+                self.sb_row[s0 + b] = -1
+        elif scope == LV_BANK:
             bank_i = buf * nb + nodes[4]
             if opens:
                 if self.open_row[bank_i] == -1:
@@ -699,6 +743,7 @@ cdef class Engine:
                 self.n_open[pc_i] -= 1
             self.ab_row[pc_i] = -1
             self.sb_row[sb_base + nodes[4] // self.banks_per_sid] = -1
+            self.pb_row[pc_i * 2 + nodes[4] % 2] = -1
         elif scope == LV_SID:
             # a PIM bundle: every bank of one SID; the PC's all-bank row holds when every SID
             # holds the same row
@@ -711,6 +756,8 @@ cdef class Engine:
                 self.open_row[first + b] = row if opens else -1
             self.sb_row[sb_base + nodes[2]] = row if opens else -1
             self.ab_row[pc_i] = -1
+            self.pb_row[pc_i * 2] = -1
+            self.pb_row[pc_i * 2 + 1] = -1
             if opens and self.n_open[pc_i] == self.banks_per_pc:
                 s0 = sb_base + <int64_t>nodes[1] * nsid
                 self.ab_row[pc_i] = row
@@ -726,6 +773,8 @@ cdef class Engine:
             s0 = sb_base + <int64_t>nodes[1] * nsid
             for b in range(nsid):
                 self.sb_row[s0 + b] = row if opens else -1
+            self.pb_row[pc_i * 2] = row if opens else -1
+            self.pb_row[pc_i * 2 + 1] = row if opens else -1
 
     cdef int _log(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
         cdef int64_t cap
@@ -763,63 +812,75 @@ cdef class Engine:
         self.log_n += 1
         return E_OK
 
-    cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
-        """Record `cmd` at `clk`: fold its constraint rows into `ready`, update bank state."""
-        cdef int scope = self.cmd_scope[cmd]
+    cdef inline void _fold(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil:
+        """Fold the rows of `cmd` issued at `clk` at node `node` of level `l` into `ready`
+        (and its window history)."""
         cdef int W = self.max_window
-        cdef int l, i, slot, key
-        cdef int64_t node, m, first, h, idx, base, nready = self.ready.shape[0]
+        cdef int i, slot, key
+        cdef int64_t m, first, h, idx, base, nready = self.ready.shape[0]
         cdef int32_t k, k_end
         cdef tick_t t, past
         cdef int64_t* R = &self.ready[0]
         cdef const ConsRow* row_p
-        for l in range(scope + 1):
-            node = nodes[l]
-            base = self.lvl_off[l]
-            key = l * self.n_cmd + cmd
-            slot = self.hist_slot[key]
-            h = -1
-            if slot >= 0:
-                h = self.hist_off[l] + (node * self.n_slots[l] + slot) * W
-                for i in range(W - 1, 0, -1):
-                    self.hist[h + i] = self.hist[h + i - 1]
-                self.hist[h] = clk
-            k = self.cons_ptr[key]
-            k_end = k + self.cons_nplain[key]
-            # plain rows: ready = max(ready, clk + lat), no branches
-            while k < k_end:
-                SIEVE_CHECK_INDEX(k, self.n_rows_total)
-                row_p = &self.rows[k]
+        base = self.lvl_off[l]
+        key = l * self.n_cmd + cmd
+        slot = self.hist_slot[key]
+        h = -1
+        if slot >= 0:
+            h = self.hist_off[l] + (node * self.n_slots[l] + slot) * W
+            for i in range(W - 1, 0, -1):
+                self.hist[h + i] = self.hist[h + i - 1]
+            self.hist[h] = clk
+        k = self.cons_ptr[key]
+        k_end = k + self.cons_nplain[key]
+        # plain rows: ready = max(ready, clk + lat), no branches
+        while k < k_end:
+            SIEVE_CHECK_INDEX(k, self.n_rows_total)
+            row_p = &self.rows[k]
+            idx = base + node * self.n_cmd + row_p.nxt
+            SIEVE_CHECK_INDEX(idx, nready)
+            R[idx] = _max(R[idx], clk + row_p.lat)
+            k += 1
+        k_end = self.cons_ptr[key + 1]
+        while k < k_end:
+            SIEVE_CHECK_INDEX(k, self.n_rows_total)
+            row_p = &self.rows[k]
+            k += 1
+            if row_p.sib:
+                first = (node // self.cnt[l]) * self.cnt[l]
+                t = clk + row_p.lat
+                for m in range(first, first + self.cnt[l]):
+                    if m != node:
+                        idx = base + m * self.n_cmd + row_p.nxt
+                        SIEVE_CHECK_INDEX(idx, nready)
+                        if R[idx] < t:
+                            R[idx] = t
+            else:
+                if row_p.win <= 1:
+                    t = clk + row_p.lat
+                else:
+                    past = self.hist[h + row_p.win - 1]
+                    if past < 0:
+                        continue
+                    t = past + row_p.lat
                 idx = base + node * self.n_cmd + row_p.nxt
                 SIEVE_CHECK_INDEX(idx, nready)
-                R[idx] = _max(R[idx], clk + row_p.lat)
-                k += 1
-            k_end = self.cons_ptr[key + 1]
-            while k < k_end:
-                SIEVE_CHECK_INDEX(k, self.n_rows_total)
-                row_p = &self.rows[k]
-                k += 1
-                if row_p.sib:
-                    first = (node // self.cnt[l]) * self.cnt[l]
-                    t = clk + row_p.lat
-                    for m in range(first, first + self.cnt[l]):
-                        if m != node:
-                            idx = base + m * self.n_cmd + row_p.nxt
-                            SIEVE_CHECK_INDEX(idx, nready)
-                            if R[idx] < t:
-                                R[idx] = t
-                else:
-                    if row_p.win <= 1:
-                        t = clk + row_p.lat
-                    else:
-                        past = self.hist[h + row_p.win - 1]
-                        if past < 0:
-                            continue
-                        t = past + row_p.lat
-                    idx = base + node * self.n_cmd + row_p.nxt
-                    SIEVE_CHECK_INDEX(idx, nready)
-                    if R[idx] < t:
-                        R[idx] = t
+                if R[idx] < t:
+                    R[idx] = t
+
+    cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
+        """Record `cmd` at `clk`: fold its constraint rows into `ready`, update bank state."""
+        cdef int scope = self.cmd_scope[cmd]
+        cdef int l
+        cdef int64_t b, first
+        for l in range(scope + 1):
+            self._fold(l, nodes[l], cmd, clk)
+        if cmd >= C_ACTPB:
+            # a parity command: its bank-level rows hold at every bank of its parity
+            first = <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
+            for b in range(first, first + self.banks_per_pc, 2):
+                if b != nodes[4]:
+                    self._fold(LV_BANK, b, cmd, clk)
         self._apply_state(cmd, nodes, row)
         self.cmd_count[cmd] += 1
         if self.log_on:

@@ -24,8 +24,10 @@ cdef enum:
     P_BANK = 13      # bank (within the PC) of the step's next command
     P_OVK = 14       # overhead span being timed (OV_*), -1 none
     P_OVS = 15       # tick the span started (the PC's previous command, or its ready tick)
-    P_SID = 16       # bundled rows: the SID (bundle) of the PC's next ACTSB / MACSB / PRESB
-    P_PSID = 17      # bundled rows: the bundle a look-ahead ACTSB / PRESB addresses
+    P_SID = 16       # bundled rows: the SID (bundle) of the PC's next ACTSB / MACSB / PRESB;
+                     # parity rows: the parity of its next ACTPB / MACPB / PREPB
+    P_PSID = 17      # bundled rows: the bundle a look-ahead addresses; parity rows: the bank
+                     # (index within the PC) its command addresses
     P_PROW = 18      # bundled rows: the row it prepares
     P_NFIELDS = 19
 
@@ -120,6 +122,8 @@ cdef class _PimRun:
         self.pim_sb_row_p = &e.sb_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[2]]
         self.n_bundles = e.n_bund
         self.pim_open_row_p = &e.open_row[<int64_t>e.cmd_buffer[C_ACTSB] * e.n_nodes[4]]
+        self.pim_pb_row_p = &e.pb_row[<int64_t>e.cmd_buffer[C_ACTPB] * e.n_nodes[1] * 2]
+        self.parity = e.parity
         self.seq_ptr_p = &self.seq_ptr[0]
         self.steps_p = &self.steps[0, 0]
         self.n_pcs = self.pc_state.shape[0]
@@ -267,6 +271,8 @@ cdef class _PimRun:
         if st[S_ROW] != ROW_AFTER_W:
             return st[S_ROW]
         kr = self._k(s[P_SLOT])
+        if self.parity:  # the even chunks' rows (as many as the odd ones', or one more)
+            return kr[K_BASE] + (kr[K_NCHUNK] + 1) // 2 * kr[K_ROWS]
         return kr[K_BASE] + kr[K_NCHUNK] * kr[K_ROWS]
 
     cdef inline int _seq_cmd(self, int64_t q, int64_t* s) noexcept nogil:
@@ -274,7 +280,7 @@ cdef class _PimRun:
         skipped, s[P_ST] advanced; call again). ACT: skipped when the row is open; PRE:
         skipped when the bank is closed; RD/WR: the row is opened first when needed. A row
         that must be closed first is closed with PREAB when an all-bank row holds the bank
-        (shared row buffers), else with PRE."""
+        (shared row buffers), with PREPB when its parity's row does, else with PRE."""
         cdef const int64_t* st
         cdef int64_t op, b, row, cur
         SIEVE_CHECK_INDEX(s[P_ST], self.steps.shape[0])
@@ -297,6 +303,9 @@ cdef class _PimRun:
             return C_RD if op == OP_RD else C_WR
         if self.ab_row_p[q] >= 0:
             return C_PREAB
+        if self.parity and self.pim_pb_row_p[q * 2 + b % 2] >= 0:
+            s[P_BANK] = b % 2  # the parity's row holds the bank: PREPB through bank 0 / 1
+            return C_PREPB
         return C_PRE if cur >= 0 else C_ACT
 
     cdef inline bint _sid_closed(self, int64_t q, int64_t sid) noexcept nogil:
@@ -357,6 +366,94 @@ cdef class _PimRun:
             return C_PRESB
         return C_ACTSB if self._sid_closed(q, sid) else -1
 
+    cdef inline int64_t _par_of(self, const int64_t* kr, int64_t k, int64_t* m) noexcept nogil:
+        """Bank-parity rows: the parity of chunk k and its index m among that parity's chunks.
+        The first ceil(n/2) chunks a kernel visits are in the even banks, the rest in the odd
+        ones (PIMSimulator executeGemv: the even input tiles, then the odd ones; preloadGemv
+        lays tile i in bank i % 2), each chunk K_ROWS rows from K_BASE + m * K_ROWS."""
+        cdef int64_t ne = (kr[K_NCHUNK] + 1) // 2
+        if k < ne:
+            m[0] = k
+            return 0
+        m[0] = k - ne
+        return 1
+
+    cdef inline int64_t _par_open_bank(self, int64_t q, int64_t par) noexcept nogil:
+        """A bank of parity `par` of PC q (index within the PC) open on its own, -1 none."""
+        cdef int64_t b, bpp = self.eng.banks_per_pc
+        for b in range(par, bpp, 2):
+            SIEVE_CHECK_INDEX(q * bpp + b, self.eng.n_nodes[4])
+            if self.pim_open_row_p[q * bpp + b] != -1:
+                return b
+        return -1
+
+    cdef inline int _parity_cmd(self, int64_t q, int64_t* s, const int64_t* kr) noexcept nogil:
+        """Bank-parity rows: the command that serves row P_R of chunk P_K (_par_of): PREPB /
+        ACTPB of its parity (through bank 0 or 1), a PRE of a bank of the parity opened on
+        its own (a register row) first, then MACPB; -1 when its MACs are all issued. Sets
+        P_SID (the parity) and P_BANK (the bank the command addresses)."""
+        cdef int64_t m, b, cur, row
+        cdef int64_t par = self._par_of(kr, s[P_K], &m)
+        row = kr[K_BASE] + m * kr[K_ROWS] + s[P_R]
+        SIEVE_CHECK_INDEX(q * 2 + par, self.eng.n_nodes[1] * 2)
+        cur = self.pim_pb_row_p[q * 2 + par]
+        s[P_SID] = par
+        s[P_BANK] = par
+        if cur != row:
+            if cur >= 0:
+                return C_PREPB
+            b = self._par_open_bank(q, par)
+            if b < 0:
+                return C_ACTPB
+            s[P_BANK] = b
+            return C_PRE
+        if s[P_CNT] < kr[K_MACS]:
+            return C_MACPB
+        return -1
+
+    cdef inline int _par_prep_cmd(self, int64_t q, int64_t* s) noexcept nogil:
+        """Bank-parity rows, while PC q writes a chunk's input (PH_GW): the command that opens
+        the chunk's first row in its parity behind the writes (PREPB, or PRE of a bank of the
+        parity opened on its own, then ACTPB; sets P_PSID to the bank it addresses and
+        P_PROW), unless the writes use a bank of that parity (the register row of SEQ_GRFA);
+        -1 for none. PIMSimulator's controller opens the next even tile's row during its
+        GRF_A writes to bank 1 the same way.
+
+        And once the pass has no even chunk left (the odd chunks, or the GRF_B writes after
+        them), PREPB closes the even row if it is open: PIMSimulator's controller precharges
+        a bank as soon as no queued command hits its open row (CommandQueue.cpp
+        process_precharge), so the mode switch after the pass finds bank 0 closed."""
+        cdef const int64_t* kr = self._k(s[P_SLOT])
+        cdef int64_t m, cur, row, par, b, ph = s[P_PH]
+        if kr[K_ROWS] == 0 or kr[K_MACS] == 0:
+            return -1
+        if ((ph == PH_SEQ and s[P_SQ] == SEQ_GRFB)
+                or ((ph == PH_GW or ph == PH_ROW) and s[P_K] >= (kr[K_NCHUNK] + 1) // 2)):
+            SIEVE_CHECK_INDEX(q * 2, self.eng.n_nodes[1] * 2)
+            if self.pim_pb_row_p[q * 2] >= 0:
+                s[P_PSID] = 0
+                return C_PREPB
+            return -1
+        if ph != PH_GW:
+            return -1
+        par = self._par_of(kr, s[P_K], &m)
+        if par == self.grfa_par:
+            return -1
+        row = kr[K_BASE] + m * kr[K_ROWS]
+        SIEVE_CHECK_INDEX(q * 2 + par, self.eng.n_nodes[1] * 2)
+        cur = self.pim_pb_row_p[q * 2 + par]
+        if cur == row:
+            return -1
+        s[P_PSID] = par
+        s[P_PROW] = row
+        if cur >= 0:
+            return C_PREPB
+        b = self._par_open_bank(q, par)
+        if b >= 0:
+            s[P_PSID] = b
+            return C_PRE
+        return C_ACTPB
+
     cdef inline int _next(self, int64_t q, int64_t* s) noexcept nogil:
         """Next command of PC q's stream (-1 when it is finished or waits at a barrier); `s`
         is its stream state row.
@@ -414,6 +511,13 @@ cdef class _PimRun:
                 s[P_R] = 0
                 s[P_CNT] = 0
             elif ph == PH_ROW:
+                if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0 and self.parity:
+                    cmd = self._parity_cmd(q, s, kr)
+                    if cmd >= 0:
+                        return cmd
+                    s[P_R] += 1
+                    s[P_CNT] = 0
+                    continue
                 if s[P_R] < kr[K_ROWS] and kr[K_MACS] > 0 and self.n_bundles > 1:
                     cmd = self._bundle_cmd(q, s, kr)
                     if cmd >= 0:
@@ -521,6 +625,21 @@ cdef class _PimRun:
                                 cmd = pcmd
                                 e = pe
                                 kind = CAND_PREP
+                    elif self.parity and (s[P_PH] == PH_GW or s[P_PH] == PH_ROW
+                                          or s[P_PH] == PH_SEQ):
+                        # parity rows: the chunk's first row may open behind its input writes,
+                        # the even row close once the pass needs it no more
+                        pcmd = self._par_prep_cmd(q, s)
+                        if pcmd >= 0:
+                            self._bank_nodes(q, s[P_PSID], nodes)
+                            pe = self.eng._align(pcmd, _max(_max(self.eng._earliest(pcmd,
+                                                                                    nodes),
+                                                                 pc_last_p[q]),
+                                                            _max(s[P_READY], floor)))
+                            if pe < e and pe < ref_due_p[q]:
+                                cmd = pcmd
+                                e = pe
+                                kind = CAND_PREP
                     if ref_due_p[q] <= e:
                         # R1: the refresh falls due before the PC's next command: the work
                         # yields; the refresh may be pulled in (at most PULL_IN intervals)
@@ -561,15 +680,20 @@ cdef class _PimRun:
         cdef int64_t slot
         cdef const int64_t* kr
         cdef int row = -1, col = -1, rc
+        cdef int64_t m = 0
         cdef bint rowcmd
         nodes[0] = c  # PC-scope commands: the levels below are not used
         nodes[1] = <int>q
         nodes[2] = nodes[3] = nodes[4] = 0
         self._count(c, cmd)
         if kind == CAND_PREP:  # bundled rows: ready the next row's bundle (no progress)
-            nodes[2] = <int>(q * self.n_bundles + s[P_PSID])
-            rc = self.eng._issue(cmd, nodes, <int>s[P_PROW] if cmd == C_ACTSB else -1, -1,
-                                 now)
+            if self.parity:  # parity rows: the chunk's first row, through bank 0 / 1
+                self._bank_nodes(q, s[P_PSID], nodes)
+            else:
+                nodes[2] = <int>(q * self.n_bundles + s[P_PSID])
+            rc = self.eng._issue(cmd, nodes, <int>s[P_PROW] if (cmd == C_ACTSB or
+                                                                 cmd == C_ACTPB) else -1,
+                                 -1, now)
             self._ordered(q, c, now)
             return rc
         if kind != CAND_WORK:
@@ -597,7 +721,7 @@ cdef class _PimRun:
                 s[P_CNT] += 1
             return rc
         rowcmd = (cmd == C_ACTAB or cmd == C_PREAB or cmd == C_PREA or cmd == C_ACTSB
-                  or cmd == C_PRESB)
+                  or cmd == C_PRESB or cmd == C_ACTPB or cmd == C_PREPB or cmd == C_PRE)
         if rowcmd:
             # watchdog: a PC whose work is ready makes no progress (livelock, e.g. a refresh
             # closes its row before the first MAC every time, or refreshes never end)
@@ -609,6 +733,8 @@ cdef class _PimRun:
             self.k_start_p[slot] = now
         if self.eng.cmd_scope[cmd] == LV_SID:
             nodes[2] = <int>(q * self.n_bundles + s[P_SID])
+        elif self.eng.cmd_scope[cmd] == LV_BANK:  # parity rows (and a PRE before them)
+            self._bank_nodes(q, s[P_BANK], nodes)
         if cmd == C_ACTAB:
             row = <int>(kr[K_BASE] + s[P_K] * kr[K_ROWS] + s[P_R])
         elif cmd == C_ACTSB:
@@ -618,6 +744,12 @@ cdef class _PimRun:
             col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_MACSB:
             row = self.pim_sb_row_p[q * self.n_bundles + s[P_SID]]
+            col = <int>(s[P_CNT] % self.eng.n_cols)
+        elif cmd == C_ACTPB:
+            self._par_of(kr, s[P_K], &m)
+            row = <int>(kr[K_BASE] + m * kr[K_ROWS] + s[P_R])
+        elif cmd == C_MACPB:
+            row = self.pim_pb_row_p[q * 2 + s[P_SID]]
             col = <int>(s[P_CNT] % self.eng.n_cols)
         elif cmd == C_GWRITE or cmd == C_RDRES:
             col = <int>(s[P_CNT] % self.eng.n_cols)  # burst index in the buffer / results
@@ -652,7 +784,7 @@ cdef class _PimRun:
             self.k_start_p[slot] = now
         if self.eng.cmd_scope[cmd] == LV_BANK:
             self._bank_nodes(q, s[P_BANK], nodes)
-            if cmd != C_PRE:
+            if cmd == C_ACT or cmd == C_RD or cmd == C_WR:
                 row = <int>self._step_row(s, st)
             if cmd == C_RD or cmd == C_WR:
                 col = <int>st[S_COL]
@@ -851,7 +983,8 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
         if not 1 <= vpp <= MAX_VPP:
             raise ValueError(f"run_pim: kernel {row}: vectors_per_pass must be in "
                              f"[1, {MAX_VPP}]")
-        used = -(-(nchunk * rows) // eng.n_bund)  # bundled rows: striped over the bundles
+        # bundled rows: striped over the bundles; parity rows: the even chunks' in each bank
+        used = ((nchunk + 1) // 2) * rows if eng.parity else -(-(nchunk * rows) // eng.n_bund)
         if rows and macs and base + used > eng.n_rows:
             raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + used - 1}"
                              f" of a bank with {eng.n_rows} rows")
@@ -981,8 +1114,9 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     steps, seq_ptr, overhead = _check_modes(eng, steps, seq_ptr, overhead, n_pcs)
     if np.any(steps[:seq_ptr[N_SEQ], S_ROW] == ROW_AFTER_W):
         for row in np.asarray(kernels).tolist():  # the row after the weights must exist
+            weights = ((row[K_NCHUNK] + 1) // 2 if eng.parity else row[K_NCHUNK]) * row[K_ROWS]
             if (row[K_GW] or (row[K_ROWS] and row[K_MACS]) or row[K_NRES]) and (
-                    row[K_BASE] + row[K_NCHUNK] * row[K_ROWS] >= eng.n_rows):
+                    row[K_BASE] + weights >= eng.n_rows):
                 raise ValueError(f"run_pim: kernel {row}: the mode protocol writes the row "
                                  f"after its weights, beyond a bank of {eng.n_rows} rows")
     mem_ptr, mem, need_ptr, need, cross = _barrier_sets(prog_ptr, prog_bar, n_sets, n_pc_ch)
@@ -1012,6 +1146,10 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.seq_ptr = seq_ptr
     run.has_modes = bool(seq_ptr[N_SEQ] > 0)
     run.n_grfa_steps = int(seq_ptr[SEQ_GRFA + 1] - seq_ptr[SEQ_GRFA])
+    run.grfa_par = -1
+    if run.n_grfa_steps > 0:  # the bank of the register-row writes (index within the PC)
+        g = steps[seq_ptr[SEQ_GRFA]]
+        run.grfa_par = ((g[S_SID] * eng.cnt[3] + g[S_BG]) * eng.cnt[4] + g[S_BA]) % 2
     run.overhead = overhead
     run._bind()
     run.pull_in = PULL_IN * eng.nREFI

@@ -24,10 +24,12 @@ from sieve.dram.commands import (
     KIND_REFRESH,
     KIND_WRITE_AP,
     LEVEL_INDEX,
+    PARITY_COMMANDS,
 )
 from sieve.dram.spec import DramSpec
 
 SCOPE = {c.name: LEVEL_INDEX[c.scope] for c in COMMANDS}
+PARITY = set(PARITY_COMMANDS)  # act on every bank of the parity of the bank they address
 
 
 def family(source: str) -> str:
@@ -59,17 +61,29 @@ class RefModel:
     def buffer(self, name: str) -> int:
         return COMMANDS[COMMAND_INDEX[name]].buffer if self.dual else 0
 
-    def banks_of(self, addr):
+    def parity(self, addr) -> int:
+        """Bit 0 of a bank's index within its PC."""
+        o = self.spec.org
+        return ((addr[2] * o.bankgroups + addr[3]) * o.banks + addr[4]) % 2
+
+    def banks_of(self, addr, name=None):
+        o = self.spec.org
+        every = [tuple(addr[:2]) + (s, g, b) for s in range(o.sids)
+                 for g in range(o.bankgroups) for b in range(o.banks)]
+        if name in PARITY:
+            return [bk for bk in every if self.parity(bk) == self.parity(addr)]
         if len(addr) == 5:
             return [tuple(addr)]
-        o = self.spec.org
-        return [tuple(addr[:2]) + (s, g, b) for s in range(o.sids) for g in range(o.bankgroups)
-                for b in range(o.banks)]
+        return every
 
     def _prev(self, r, addr):
         """(tick, index) of the window-th most recent P per relevant node."""
         lv = r.level
         p = COMMANDS[r.preceding].name
+        if lv == 4 and (p in PARITY or COMMANDS[r.following].name in PARITY):
+            # a bank row with a parity command holds at every bank of its parity
+            h = self.hist[("parity", tuple(addr[:2]) + (self.parity(addr),), p)]
+            return [h[-r.window]] if len(h) >= r.window else []
         node = tuple(addr[:lv + 1])
         if r.sibling:
             nodes = [node[:-1] + (j,) for j in range(self.counts[lv]) if j != node[-1]]
@@ -108,7 +122,7 @@ class RefModel:
         c = COMMANDS[COMMAND_INDEX[name]]
         bufs = [0, 1] if (c.kind == KIND_REFRESH and self.dual) else [self.buffer(name)]
         errs = []
-        for bank in self.banks_of(addr):
+        for bank in self.banks_of(addr, name):
             for b in bufs:
                 cur, setter = self.open.get((bank, b), (None, -1))
                 if c.kind in (KIND_OPEN, KIND_REFRESH):
@@ -120,7 +134,7 @@ class RefModel:
                 if bad:
                     errs.append(setter)
                     break
-            if errs and len(addr) == 2:
+            if errs and (len(addr) == 2 or name in PARITY):
                 break
         return errs
 
@@ -128,9 +142,12 @@ class RefModel:
         """Record the command in the history and update bank state."""
         for lv in range(SCOPE[name] + 1):
             self.hist[(lv, tuple(addr[:lv + 1]), name)].append((tick, index))
+        if SCOPE[name] == 4:
+            self.hist[("parity", tuple(addr[:2]) + (self.parity(addr),), name)].append(
+                (tick, index))
         c = COMMANDS[COMMAND_INDEX[name]]
         b = self.buffer(name)
-        for bank in self.banks_of(addr):
+        for bank in self.banks_of(addr, name):
             if c.kind == KIND_OPEN:
                 self.open[(bank, b)] = (row, index)
             elif c.kind in (KIND_CLOSE, KIND_READ_AP, KIND_WRITE_AP):
@@ -221,7 +238,15 @@ def prepare(b: Builder, name: str, addr, row: int, floor=None) -> None:
             if m.is_open(bank, buf) is not None:
                 b.add("PRE" if buf == 0 else "PREAB", bank if buf == 0 else pc, floor=floor)
 
-    if c.kind == KIND_OPEN and len(addr) == 5:
+    if name in PARITY:  # every bank of the parity closed, or open at row for MACPB
+        banks = m.banks_of(addr, name)
+        if c.kind == KIND_MAC and all(m.is_open(bk, 0) == row for bk in banks):
+            return
+        for bk in banks:
+            close_bank(bk, [0])
+        if c.kind == KIND_MAC:
+            b.add("ACTPB", addr, row=row, floor=floor)
+    elif c.kind == KIND_OPEN and len(addr) == 5:
         close_bank(addr, [0])
     elif c.kind == KIND_REFRESH and len(addr) == 5:
         close_bank(addr, [0, 1] if dual else [0])
@@ -265,7 +290,17 @@ def random_legal_log(spec: DramSpec, n: int, rng: np.random.Generator, channels=
             b.add("REFab", key)
             last_ref[key] = b.now
             continue
-        if pim and rng.random() < 0.15:
+        if pim and spec.pim.bank_parity and rng.random() < 0.15:
+            row = int(rng.integers(4))
+            par = key + (0, 0, int(rng.integers(2)))  # bank 0: even banks, 1: odd
+            prepare(b, "MACPB", par, row)
+            for _ in range(int(rng.integers(1, 6))):
+                b.add("MACPB", par, row=row, col=int(rng.integers(o.columns)))
+            b.add("RDRES", key, col=0)
+            if rng.random() < 0.5:
+                b.add("PREPB", par)
+            continue
+        if pim and not spec.pim.bank_parity and rng.random() < 0.15:
             row = int(rng.integers(4))
             prepare(b, "MACAB", key, row)
             for _ in range(int(rng.integers(1, 3))):

@@ -8,7 +8,14 @@ import pytest
 from checker_reference import Builder, prepare, random_legal_log, ref_check, report_set
 
 from sieve.dram.checker import LOG_DTYPE, CheckReport, check_log, constraint_family, make_log
-from sieve.dram.commands import BUS_COL, COMMAND_INDEX, COMMANDS, LEVEL_INDEX, LEVELS
+from sieve.dram.commands import (
+    BUS_COL,
+    COMMAND_INDEX,
+    COMMANDS,
+    LEVEL_INDEX,
+    LEVELS,
+    PARITY_COMMANDS,
+)
 from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError, TimingViolation, TraceFormatError
 
@@ -36,7 +43,12 @@ def _candidates(spec, level: int):
     return cands
 
 
-def _cut(addr, cmd):
+def _cut(addr, cmd, spec):
+    if COMMANDS[cmd].name in PARITY_COMMANDS:
+        # addressed through bank 0 / 1 of bank group 0: the parity of addr's bank in its PC
+        o = spec.org
+        return tuple(addr[:2]) + (0, 0, ((addr[2] * o.bankgroups + addr[3]) * o.banks
+                                         + addr[4]) % 2)
     return tuple(addr[:2]) if SCOPE[cmd] < 4 else tuple(addr)
 
 
@@ -75,8 +87,11 @@ def build_gate(spec, r):
         f_addr = cands[r.window] if len(cands) > r.window else cands[0]
         if r.level == 4:
             f_addr = cands[0]
-    f_addr = _cut(f_addr, r.following)
-    p_addrs = [_cut(a, r.preceding) for a in p_addrs]
+    f_addr = _cut(f_addr, r.following, spec)
+    p_addrs = [_cut(a, r.preceding, spec) for a in p_addrs]
+    if (r.level < 4 and f_name in PARITY_COMMANDS and p_name in PARITY_COMMANDS
+            and not r.sibling):
+        f_addr = f_addr[:4] + (1 - p_addrs[0][4],)  # the other parity: this row alone binds
     b = Builder(spec)
     gap = max(x.latency for x in spec.resolved_constraints()) + 16
     # F's own prerequisites first (as long ago as possible), then P's.
@@ -335,20 +350,51 @@ def test_dual_row_buffers_separate_pim_and_normal_rows():
     seq = [(0, "ACTAB", 0, 0, -1, -1, -1, 2), (200, "RD", 0, 0, 0, 0, 0, 2, 0)]
     st, _ = _state_only(make_log(seq), get_spec("b200-hbm3e-pim"))
     assert len(st) == 1 and "normal buffer; the bank is closed" in st[0].constraint
-    st, rep = _state_only(make_log(seq), get_spec("samsung-hbm2-pim"))
+    shared = get_spec("samsung-hbm2-pim").override({"pim.bank_parity": False})
+    st, rep = _state_only(make_log(seq), shared)
     assert st == [] and rep.ok, rep.summary()
     # ACT in one bank, then ACTAB: fine with dual buffers, a conflict with a shared buffer
     seq = [(0, "ACT", 0, 0, 0, 0, 0, 1), (200, "ACTAB", 0, 0, -1, -1, -1, 2)]
     st, _ = _state_only(make_log(seq), get_spec("b200-hbm3e-pim"))
     assert st == []
-    st, _ = _state_only(make_log(seq), get_spec("samsung-hbm2-pim"))
+    st, _ = _state_only(make_log(seq), shared)
     assert len(st) == 1 and "bank 0 of the PC has row 1 open" in st[0].constraint
     # a PRE of one bank after ACTAB (shared buffer) breaks the next MACAB only
     seq = [(0, "ACTAB", 0, 0, -1, -1, -1, 2), (60, "PRE", 0, 0, 0, 1, 2),
            (200, "MACAB", 0, 0, -1, -1, -1, 2, 0)]
-    st, _ = _state_only(make_log(seq), get_spec("samsung-hbm2-pim"))
+    st, _ = _state_only(make_log(seq), shared)
     assert len(st) == 1 and "bank 6 of the PC is closed" in st[0].constraint
     assert st[0].prev_index == 1
+
+
+def test_bank_parity_rows_open_and_close_one_parity():
+    """ACTPB / PREPB through bank 0 (1) open / close every even (odd) bank of the PC (one
+    shared buffer): the normal commands see those rows; the other parity stays closed."""
+    spec = get_spec("samsung-hbm2-pim")
+    # ACTPB even, then RD of bank 6 (bank group 1, bank 2: even) at that row: legal; of bank 5
+    # (odd): closed
+    seq = [(0, "ACTPB", 0, 0, 0, 0, 0, 2), (200, "RD", 0, 0, 0, 1, 2, 2, 0),
+           (300, "RD", 0, 0, 0, 1, 1, 2, 0)]
+    st, _ = _state_only(make_log(seq), spec)
+    assert len(st) == 1 and st[0].index == 2 and "the bank is closed" in st[0].constraint
+    # ACT of an odd bank, then ACTPB odd: a conflict, named by bank within the PC
+    seq = [(0, "ACT", 0, 0, 0, 2, 3, 1), (200, "ACTPB", 0, 0, 0, 0, 1, 2)]
+    st, _ = _state_only(make_log(seq), spec)
+    assert len(st) == 1 and "bank 11 of the parity has row 1 open" in st[0].constraint
+    # a PRE of one even bank after ACTPB even breaks the next MACPB even, not MACPB odd
+    seq = [(0, "ACTPB", 0, 0, 0, 0, 0, 2), (10, "ACTPB", 0, 0, 0, 0, 1, 2),
+           (60, "PRE", 0, 0, 0, 3, 2), (200, "MACPB", 0, 0, 0, 0, 0, 2, 0),
+           (204, "MACPB", 0, 0, 0, 0, 1, 2, 0)]
+    st, _ = _state_only(make_log(seq), spec)
+    assert len(st) == 1 and st[0].index == 3 and "bank 14 of the parity is closed" in \
+        st[0].constraint
+    assert st[0].prev_index == 2
+    # PREPB odd closes the odd banks only: ACT of an odd bank is then legal, of an even one not
+    seq = [(0, "ACTPB", 0, 0, 0, 0, 0, 2), (10, "ACTPB", 0, 0, 0, 0, 1, 2),
+           (100, "PREPB", 0, 0, 0, 0, 1), (200, "ACT", 0, 0, 0, 2, 3, 4),
+           (300, "ACT", 0, 0, 0, 2, 2, 4)]
+    st, _ = _state_only(make_log(seq), spec)
+    assert len(st) == 1 and st[0].index == 4
 
 
 def test_refab_needs_pim_buffers_closed_too():

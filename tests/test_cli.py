@@ -64,7 +64,7 @@ def test_gemv_in_pimsimulators_layout(capsys):
     assert main([*argv, "--tile-rows", "8"]) == 0
     two = json.loads(capsys.readouterr().out)
     assert (one["output_tiles"], two["output_tiles"]) == (1, 2)
-    assert two["command_counts"]["MACAB"] == one["command_counts"]["MACAB"]
+    assert two["command_counts"]["MACPB"] == one["command_counts"]["MACPB"]
     assert two["command_counts"]["WR"] > one["command_counts"]["WR"]  # the input again
     assert two["time_ns"] > one["time_ns"]
     assert main([*argv, "--tile-rows", "0"]) == 2

@@ -90,8 +90,15 @@ CASES = {
     # (random traffic reaches HBM-PIM's reserved rows, refused under its mode protocol:
     # 'plain' turns the protocol off, which the request engine never reads; same digest)
     ('samsung-hbm2-pim', 'plain', 'rand_w30', 'sieve', 'closed', 4, 'sieve', 32, 0, 32):
-        "b964e8f55201c969be7d",
+        "6e678df677dc019af2bd",
     ('samsung-hbm2-pim', '', 'hot_w50', 'ramulator2', 'open', 4, 'sieve', 32, 0, 32):
+        "cb3df056bcbdba7ade26",
+    # ('old': the preset's RD -> PRE 5 and RD -> WR 16 CK from before they were read as
+    # PIMSimulator applies them, 3 and 15: the digests pinned before the bank-parity commands
+    # went into the engine, unchanged)
+    ('samsung-hbm2-pim', 'plain-old', 'rand_w30', 'sieve', 'closed', 4, 'sieve', 32, 0, 32):
+        "b964e8f55201c969be7d",
+    ('samsung-hbm2-pim', 'old', 'hot_w50', 'ramulator2', 'open', 4, 'sieve', 32, 0, 32):
         "a71e04c4c3b4f0a2fc18",
     ('hbm2-2000', '', 'rand_w30', 'sieve', 'closed', 4, 'sieve', 32, 0, 32):
         "b8e9a1514a269bb56d34",
@@ -125,8 +132,11 @@ def _digest(r) -> str:
 
 def _run(case):
     spec, over, kind, lc, page, ch, mapping, q, inj, rb = case
-    overrides = ({"pim.modes": None, "pim.park": False, "pim.crf_bursts": 0} if over == "plain"
-                 else {"refresh": over} if over else None)
+    overrides = ({"pim.modes": None, "pim.park": False, "pim.crf_bursts": 0}
+                 if over.startswith("plain") else {"refresh": over}
+                 if over and "old" not in over else {})
+    if "old" in over:
+        overrides.update(nRTP=5, nRTW=16)
     cfg = ControllerConfig(queue_size=q, page_policy=page, lifecycle=lc, inject_per_tick=inj)
     return simulate_requests(get_spec(spec, overrides), _trace(kind), channels=ch,
                              mapping=mapping, request_bytes=rb, controller=cfg, log=True)

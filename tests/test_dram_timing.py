@@ -324,9 +324,13 @@ def test_channels_are_independent():
 
 
 PC0 = Address(0, 0, row=5, col=0)
+# samsung-hbm2-pim with all-bank rows (ACTAB / MACAB); the preset's own rows are one bank
+# parity at a time (test_pim_parity_gates)
+SAMSUNG_AB = get_spec("samsung-hbm2-pim", {"pim.bank_parity": False})
 
 
-@pytest.mark.parametrize("name", ["b200-hbm3e-pim", "samsung-hbm2-pim", "attacc-hbm3-pim"])
+@pytest.mark.parametrize("name", ["b200-hbm3e-pim", SAMSUNG_AB, "attacc-hbm3-pim"],
+                         ids=["b200-hbm3e-pim", "samsung-ab", "attacc-hbm3-pim"])
 def test_pim_all_bank_gates(name):
     spec = get_spec(name)
     t = spec.timing
@@ -387,7 +391,7 @@ def test_bundle_macs_need_their_bundles_row():
     assert dev.open_rows(buffer=0)[0] == 6
 
 
-@pytest.mark.parametrize("name", ["b200-hbm3e-pim", "samsung-hbm2-pim"])
+@pytest.mark.parametrize("name", ["b200-hbm3e-pim", SAMSUNG_AB], ids=["b200", "samsung-ab"])
 def test_gwrite_data_reaches_the_buffer_before_mac(name):
     spec = get_spec(name)
     t = spec.timing
@@ -398,6 +402,71 @@ def test_gwrite_data_reaches_the_buffer_before_mac(name):
     s.gate("MACAB", PC0, tg2 + lat(spec, t.nCWL + t.nBL, "GWRITE", "MACAB"))
 
 
+def test_pim_parity_gates():
+    """Bank-parity rows (samsung-hbm2-pim: PIMSimulator's all-bank mode), addressed through
+    bank 0 (even) / 1 (odd) of bank group 0: each parity's own row cycle (tRCD, tRAS, tRTP,
+    tRP, tRC), the other parity only tRRD_L away, one MAC per tCCD_L, a MAC timed as a read
+    against writes (tWTR_L, tRTW), and a parity command's bank rows at every bank of its
+    parity (an ACT of bank 6, even, tRP after PREPB of the even banks; of bank 5, odd, not)."""
+    name = "samsung-hbm2-pim"
+    spec = get_spec(name)
+    t = spec.timing
+    ev, od = Address(0, 0, bank=0, row=5, col=0), Address(0, 0, bank=1, row=7, col=0)
+    s = Seq(name)
+    ta = s.at("ACTPB", ev, 0)
+    t1 = s.gate("ACTPB", od, ta + lat(spec, t.nRRDL, "ACTPB", "ACTPB"))
+    tm = s.gate("MACPB", ev, ta + lat(spec, t.nRCDRD, "ACTPB", "MACPB"))
+    s.gate("MACPB", od, max(tm + lat(spec, t.nCCDAB, "MACPB", "MACPB"),
+                            t1 + lat(spec, t.nRCDRD, "ACTPB", "MACPB")))
+    # the even banks switch rows while the odd ones stream
+    tp = s.gate("PREPB", ev, max(tm + lat(spec, t.nRTP, "MACPB", "PREPB"),
+                                 ta + lat(spec, t.nRAS, "ACTPB", "PREPB")))
+    s.gate("ACTPB", ev._replace(row=6), max(tp + lat(spec, t.nRP, "PREPB", "ACTPB"),
+                                            ta + lat(spec, t.nRC, "ACTPB", "ACTPB")))
+    # MAC against writes: WR to an odd bank's open row tRTW after a MAC, then MACPB of the
+    # even banks tWTR_L after the write
+    s4 = Seq(name)
+    ta = s4.at("ACTPB", ev, 0)
+    t1 = s4.at("ACTPB", od)
+    tm = s4.at("MACPB", ev, 100)
+    tw = s4.gate("WR", Address(0, 0, bg=2, bank=1, row=7, col=3),
+                 max(tm + lat(spec, t.nRTW, "MACPB", "WR"),
+                     t1 + lat(spec, t.nRCDWR, "ACTPB", "WR")))
+    s4.gate("MACPB", ev, tw + lat(spec, t.nCWL + t.nBL + t.nWTRL, "WR", "MACPB"))
+    # PREPB of the even banks binds an ACT of every even bank (tRP), not of an odd one
+    s2 = Seq(name)
+    s2.at("ACTPB", ev, 0)
+    tp = s2.at("PREPB", ev, 200)
+    s2.gate("ACT", Address(0, 0, bg=1, bank=2, row=9), tp + lat(spec, t.nRP, "PREPB", "ACT"))
+    s3 = Seq(name)
+    s3.at("ACTPB", ev, 0)
+    tp = s3.at("PREPB", ev, 200)
+    assert s3.dev.earliest("ACT", Address(0, 0, bg=1, bank=1, row=9)) < tp + t.nRP - 1
+
+
+def test_parity_rows_open_and_need_one_parity():
+    dev = DramDevice("samsung-hbm2-pim", channels=1)
+    ev, od = Address(0, 0, bank=0, row=5, col=0), Address(0, 0, bank=1, row=5, col=0)
+    with pytest.raises(TimingViolation, match="every bank"):
+        dev.issue("MACPB", ev, 100)
+    dev.issue("ACTPB", ev, 0)
+    with pytest.raises(TimingViolation, match="every bank"):  # the odd banks are closed
+        dev.issue("MACPB", od, 100)
+    with pytest.raises(TimingViolation, match="not part of this spec"):  # no all-bank MAC
+        dev.issue("MACAB", ev, 100)
+    dev.issue("MACPB", ev, 100)
+    rows = dev.open_rows(buffer=0)[:16]
+    assert rows.tolist() == [5, -1] * 8  # every even bank of PC 0, no odd one
+    with pytest.raises(TimingViolation, match="open row"):  # an even bank is open
+        dev.issue("ACT", Address(0, 0, bg=3, bank=2, row=9), 300)
+    dev.issue("ACT", Address(0, 0, bg=3, bank=3, row=9), 300)  # an odd one is not
+    with pytest.raises(TimingViolation, match="open row"):  # ACTPB odd: bank 15 is open
+        dev.issue("ACTPB", od, 400)
+    # the parity commands address bank 0 / 1 of SID 0, bank group 0 only
+    with pytest.raises(ValueError, match="bank 0 .even banks. or 1"):
+        dev.issue("PREPB", Address(0, 0, bg=1, bank=0), 1000)
+
+
 def test_pim_work_waits_for_refresh():
     spec = get_spec("b200-hbm3e-pim")
     s = Seq("b200-hbm3e-pim")
@@ -406,7 +475,7 @@ def test_pim_work_waits_for_refresh():
 
 
 def test_mac_needs_the_row_open_in_every_bank():
-    dev = DramDevice("samsung-hbm2-pim", channels=1)
+    dev = DramDevice(SAMSUNG_AB, channels=1)
     with pytest.raises(TimingViolation, match="every bank"):
         dev.issue("MACAB", PC0, 100)
     dev.issue("ACTAB", PC0, 0)
@@ -426,7 +495,7 @@ def test_dual_row_buffers_keep_pim_and_normal_rows_apart():
     dev.issue("MACAB", PC0, 2100)  # the PIM row is still open in every bank
     assert dev.open_rows(buffer=1)[0] == 5 and dev.open_rows(buffer=0)[0] == -1
     # ... while samsung-hbm2-pim shares one buffer: the ACT collides with the PIM row
-    dev2 = DramDevice("samsung-hbm2-pim", channels=1)
+    dev2 = DramDevice(SAMSUNG_AB, channels=1)
     dev2.issue("ACTAB", PC0, 0)
     with pytest.raises(TimingViolation, match="open row"):
         dev2.issue("ACT", bank(row=9), 200)

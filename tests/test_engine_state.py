@@ -87,8 +87,8 @@ def test_by_channel_views_follow_select_channels():
         for lv in range(1, 5):
             assert np.array_equal(after["ready"][lv][c], before["ready"][lv][src][pcs[c]])
             assert np.array_equal(after["hist"][lv][c], before["hist"][lv][src][pcs[c]])
-        for k in ("open_row", "ab_row", "sb_row", "n_open", "ref_due", "ref_rr", "pc_last",
-                  "pc_lseq"):
+        for k in ("open_row", "ab_row", "sb_row", "pb_row", "n_open", "ref_due", "ref_rr",
+                  "pc_last", "pc_lseq"):
             assert np.array_equal(after[k][c], before[k][src][pcs[c]]), k
 
 

@@ -16,8 +16,13 @@ import pytest
 
 from sieve.dram import ControllerConfig, simulate_requests
 from sieve.dram.checker import check_log
-from sieve.dram.commands import BUNDLE_COMMANDS, COMMANDS, PIM_COMMANDS
-from sieve.dram.constraints import DRAM_CONSTRAINTS, PIM_CONSTRAINTS, SHARED_BUFFER_CONSTRAINTS
+from sieve.dram.commands import BUNDLE_COMMANDS, COMMANDS, PARITY_COMMANDS, PIM_COMMANDS
+from sieve.dram.constraints import (
+    DRAM_CONSTRAINTS,
+    PARITY_CONSTRAINTS,
+    PIM_CONSTRAINTS,
+    SHARED_BUFFER_CONSTRAINTS,
+)
 from sieve.dram.engine import LIFECYCLES
 from sieve.dram.memtrace import synthetic_trace
 from sieve.dram.presets import get_spec
@@ -143,14 +148,20 @@ def test_every_kind_has_its_engine_case():
 
 
 def test_every_command_is_known_to_the_checker_timing_rows():
-    rows = DRAM_CONSTRAINTS + PIM_CONSTRAINTS + SHARED_BUFFER_CONSTRAINTS
+    rows = DRAM_CONSTRAINTS + PIM_CONSTRAINTS + SHARED_BUFFER_CONSTRAINTS + PARITY_CONSTRAINTS
     named = {n for r in rows for n in r.preceding + r.following}
     for c in COMMANDS:
         assert c.name in named, f"{c.name}: no timing row"
-    pim_named = {n for r in PIM_CONSTRAINTS for n in r.preceding + r.following}
+    pim_named = {n for r in PIM_CONSTRAINTS + PARITY_CONSTRAINTS
+                 for n in r.preceding + r.following}
     for name in PIM_COMMANDS:
-        assert name in pim_named, f"{name}: no row in PIM_CONSTRAINTS"
+        assert name in pim_named, f"{name}: no row in PIM_CONSTRAINTS / PARITY_CONSTRAINTS"
     assert set(BUNDLE_COMMANDS) <= set(PIM_COMMANDS)
-    for sym in ("PIM_COMMANDS", "BUNDLE_COMMANDS", "PIM_CONSTRAINTS", "SHARED_BUFFER_CONSTRAINTS",
-                "resolved_constraints", "N_COMMANDS"):
+    assert set(PARITY_COMMANDS) <= set(PIM_COMMANDS)
+    # every row of PARITY_CONSTRAINTS names a parity command (they apply only to such specs)
+    for r in PARITY_CONSTRAINTS:
+        assert set(r.preceding + r.following) & set(PARITY_COMMANDS), r
+    for sym in ("PIM_COMMANDS", "BUNDLE_COMMANDS", "PARITY_COMMANDS", "PIM_CONSTRAINTS",
+                "SHARED_BUFFER_CONSTRAINTS", "PARITY_CONSTRAINTS", "resolved_constraints",
+                "N_COMMANDS"):
         assert sym in GUIDE, sym

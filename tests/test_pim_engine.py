@@ -9,6 +9,7 @@ import pytest
 
 from sieve import dram, pim
 from sieve.dram import GemvKernel, checker
+from sieve.dram.commands import COMMAND_INDEX as CI
 from sieve.dram.presets import get_spec
 from sieve.errors import ConfigError
 
@@ -28,7 +29,8 @@ def test_gemv_is_never_faster_than_internal_bandwidth(name):
         r = dram.run_pim(spec, [lay.kernel])
         bound_ns = lay.weight_bytes * tokens / spec.pim_internal_bandwidth_gbs
         assert r.time_ns >= bound_ns
-        assert r.command_counts["MACAB"] == lay.kernel.macs * spec.org.total_pseudochannels
+        assert (r.command_counts[spec.pim_mac_command]
+                == lay.kernel.macs * spec.org.total_pseudochannels)
 
 
 @pytest.mark.parametrize("name", PIM_SPECS)
@@ -96,13 +98,18 @@ def test_refresh_is_always_on_during_pim_work():
     for i in refs:
         # PIM yields: its row is closed before the REFab, and no row is opened during tRFC
         # (global-buffer writes may proceed: they do not touch the DRAM array, as AttAcc's WRGB)
-        # (PREAB; PREA where the samsung-hbm2-pim protocol's register row of bank (0,1) is
-        # open too: the GRF_A / GRF_B writes, sieve.dram.pimmode)
-        assert pc0["cmd"][i - 1] in (11, 2)  # PREAB, PREA
-        nxt = i + 1 + np.flatnonzero(pc0["cmd"][i + 1:] == 9)[0]  # the next ACTAB
-        act_occ = int(spec.bus_ck.get("ACTAB", 1.0) * tpc)  # ACTAB acts on its last tick
+        # (PREA: the refresh manager closes every row of the PC, the bank-parity rows and
+        # the samsung-hbm2-pim protocol's register row of bank (0,1) alike, sieve.dram.pimmode)
+        # (or the stream's own PREPB, closing the even row it no longer needs)
+        assert pc0["cmd"][i - 1] in (CI["PREAB"], CI["PREA"], CI["PREPB"])
+        act = CI["ACTPB"]  # the preset's PIM rows are one bank parity at a time
+        later = np.flatnonzero(pc0["cmd"][i + 1:] == act)
+        if later.size == 0:  # a refresh after the stream's last row activation
+            continue
+        nxt = i + 1 + later[0]  # the next ACTPB
+        act_occ = int(spec.bus_ck.get("ACTPB", 1.0) * tpc)  # ACTPB acts on its last tick
         assert pc0["tick"][nxt] + act_occ - 1 - pc0["tick"][i] >= spec.timing.nRFC * tpc
-        assert not np.isin(pc0["cmd"][i + 1:nxt], (10,)).any()  # no MAC before the re-ACTAB
+        assert not np.isin(pc0["cmd"][i + 1:nxt], (CI["MACPB"],)).any()  # no MAC before it
 
 
 @pytest.mark.parametrize("name", PIM_SPECS)

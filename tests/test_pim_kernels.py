@@ -120,7 +120,8 @@ def test_output_tiles_repeat_the_input_pass_per_tile():
         pim.gemv_layout(spec, 64, 64, tile_rows=0)
     with pytest.raises(ConfigError, match="tile_rows 1099511627776: one output tile"):
         pim.gemv_layout(spec, 64, 64, tile_rows=2 ** 40)
-    with pytest.raises(ConfigError, match="600 output tiles .tile_rows 1. needs 77400 rows"):
+    # (one bank parity per input chunk: the 128 chunks' rows over the even and odd banks)
+    with pytest.raises(ConfigError, match="600 output tiles .tile_rows 1. needs 39000 rows"):
         pim.gemv_layout(spec, 512 * 600, 16384, col_groups=1, tile_rows=1)
 
 

@@ -29,11 +29,13 @@ def test_every_preset_validates_and_resolves(name):
     # PIM commands exist only with PIM units
     enabled = {c.name for c, e in zip(COMMANDS, a["cmd_enabled"]) if e}
     assert ("GWRITE" in enabled) == (spec.pim is not None)
-    if spec.pim is not None:  # all-bank or bank-bundle commands, one set or the other
-        bundled = spec.pim.bundles > 1
+    if spec.pim is not None:  # all-bank, bank-bundle or bank-parity rows: one set
+        bundled, parity = spec.pim.bundles > 1, spec.pim.bank_parity
         assert spec.pim_mac_command in enabled
-        assert ("MACAB" in enabled) != bundled
+        assert ("MACAB" in enabled) == (not bundled and not parity)
         assert ({"ACTSB", "MACSB", "PRESB"} <= enabled) == bundled
+        assert ({"ACTPB", "MACPB", "PREPB"} & enabled == {"ACTPB", "MACPB", "PREPB"}) == parity
+        assert not ({"ACTPB", "MACPB", "PREPB"} & enabled) or parity
 
 
 def test_hbm3_6400_is_ramulator_2_1_hbm3_6400mbps():

@@ -21,6 +21,7 @@ __all__ = [
     "COMMAND_INDEX",
     "LEVELS",
     "LEVEL_INDEX",
+    "PARITY_COMMANDS",
     "PIM_COMMANDS",
     "CommandDef",
 ]
@@ -43,7 +44,8 @@ KIND_WRITE = 4  # column write: the addressed row must be open
 KIND_READ_AP = 5  # read with auto-precharge
 KIND_WRITE_AP = 6  # write with auto-precharge
 KIND_REFRESH = 7  # bank(s) must be closed in every buffer
-KIND_MAC = 8  # PIM MAC: every bank it addresses (the PC's, or one SID's) holds the row open
+KIND_MAC = 8  # PIM MAC: every bank it addresses (the PC's, one SID's or one parity's) holds
+#               the row open
 
 BUS_ROW = 0
 BUS_COL = 1
@@ -112,8 +114,27 @@ COMMANDS: tuple[CommandDef, ...] = (
         "PRESB", "sid", BUS_ROW, KIND_CLOSE, BUFFER_PIM,
         doc="PIM bundle precharge: closes the PIM rows of one SID",
     ),
+    # Bank-parity PIM rows (pim.bank_parity; Samsung HBM-PIM's all-bank mode, as PIMSimulator
+    # src/Rank.cpp times it: in that mode an ACT, RD or PRE to bank 0 (1) of bank group 0 acts
+    # on every even (odd) bank of the PC). Addressed through that bank, which carries their
+    # bank-level timing; appended after PRESB so every other command keeps its id.
+    CommandDef(
+        "ACTPB", "bank", BUS_ROW, KIND_OPEN, BUFFER_PIM,
+        doc="PIM parity activate: the same row in every bank of one parity (bank 0: even, "
+            "1: odd)",
+    ),
+    CommandDef(
+        "MACPB", "bank", BUS_COL, KIND_MAC, BUFFER_PIM,
+        doc="PIM parity MAC: every PU reads one burst of its bank of one parity",
+    ),
+    CommandDef(
+        "PREPB", "bank", BUS_ROW, KIND_CLOSE, BUFFER_PIM,
+        doc="PIM parity precharge: closes the rows of every bank of one parity",
+    ),
 )
 COMMAND_INDEX = {c.name: i for i, c in enumerate(COMMANDS)}
 #: Commands of the bundled PIM rows (only in specs with pim.bundles > 1).
 BUNDLE_COMMANDS = ("ACTSB", "MACSB", "PRESB")
-PIM_COMMANDS = ("ACTAB", "MACAB", "PREAB", "GWRITE", "RDRES") + BUNDLE_COMMANDS
+#: Commands of the bank-parity PIM rows (only in specs with pim.bank_parity).
+PARITY_COMMANDS = ("ACTPB", "MACPB", "PREPB")
+PIM_COMMANDS = ("ACTAB", "MACAB", "PREAB", "GWRITE", "RDRES") + BUNDLE_COMMANDS + PARITY_COMMANDS

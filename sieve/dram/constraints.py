@@ -19,6 +19,7 @@ from sieve.errors import ConfigError, choices
 
 __all__ = [
     "DRAM_CONSTRAINTS",
+    "PARITY_CONSTRAINTS",
     "PIM_CONSTRAINTS",
     "SHARED_BUFFER_CONSTRAINTS",
     "ResolvedConstraint",
@@ -171,6 +172,58 @@ PIM_CONSTRAINTS: tuple[TimingConstraint, ...] = (
     _row("pseudochannel", "ACTSB", "ACTAB", "nRC"),
     _row("pseudochannel", "MACAB", "PRESB", "nRTP"),
     _row("pseudochannel", "PRESB", "ACTAB", "nRP"),
+)
+
+# ---- Bank-parity PIM rows (pim.bank_parity: ACTPB / MACPB / PREPB) ----------------------------
+# Samsung HBM-PIM's all-bank mode as SAITPublic/PIMSimulator src/Rank.cpp times it: a command to
+# bank 0 (1) acts on every even (odd) bank (checkBank / updateState loop over `bank % 2 ==
+# packet->bank`), every bank counts as one bank group (updateBank(..., true): tRRD_L between
+# activations, tCCD_L between column commands, tWTR_L after writes) and a MAC is a READ. Rows
+# at the bank level hold at every bank of the command's parity (the engine folds them into
+# each; the checker checks them per (PC, parity)): the parity's own row cycle and its rows with
+# per-bank commands to those banks. Activation spacing, turnarounds and the PC-wide commands
+# at the PC. Only with one shared row buffer (validated).
+PARITY_CONSTRAINTS: tuple[TimingConstraint, ...] = (
+    _row("bank", "ACTPB", "ACTPB", "nRC"),
+    _row("bank", "ACTPB", "MACPB", "nRCDRD"),
+    _row("bank", "ACTPB", "PREPB", "nRAS"),
+    _row("bank", "MACPB", "PREPB", "nRTP"),
+    _row("bank", "PREPB", "ACTPB", "nRP"),
+    # ... with ACT / PRE / RD / WR / REFpb of a bank of the parity
+    _row("bank", "ACT", "ACTPB", "nRC"),
+    _row("bank", "ACTPB", ("ACT", "REFpb"), "nRC"),
+    _row("bank", "ACT", "PREPB", "nRAS"),
+    _row("bank", "ACTPB", "PRE", "nRAS"),
+    _row("bank", "PRE", "ACTPB", "nRP"),
+    _row("bank", "PREPB", ("ACT", "REFpb"), "nRP"),
+    _row("bank", "ACTPB", _RD, "nRCDRD"),
+    _row("bank", "ACTPB", _WR, "nRCDWR"),
+    _row("bank", "RD", "PREPB", "nRTP"),
+    _row("bank", "WR", "PREPB", "nCWL + nBL + nWR"),
+    _row("bank", "MACPB", "PRE", "nRTP"),
+    _row("bank", "RDA", "ACTPB", "nRTP + nRP"),
+    _row("bank", "WRA", "ACTPB", "nCWL + nBL + nWR + nRP"),
+    _row("bank", "REFpb", "ACTPB", "nRFCpb"),
+    # ... activations tRRD_L apart, MACs tCCD_L (nCCDAB) apart, a MAC a read of the data path
+    _row("pseudochannel", "ACTPB", ("ACT", "ACTAB", "ACTPB"), "nRRDL"),
+    _row("pseudochannel", ("ACT", "ACTAB"), "ACTPB", "nRRDL"),
+    _row("pseudochannel", "MACPB", "MACPB", "nCCDAB"),
+    _row("pseudochannel", "MACPB", _RD, "nCCDL"),
+    _row("pseudochannel", _RD, "MACPB", "nCCDL"),
+    _row("pseudochannel", "MACPB", ("GWRITE",) + _WR, "nRTW"),
+    _row("pseudochannel", ("GWRITE",) + _WR, "MACPB", "nCWL + nBL + nWTRL"),
+    _row("pseudochannel", "MACPB", "RDRES", "nMACRD"),
+    # ... and the PC-wide commands that close or refresh every bank
+    _row("pseudochannel", "ACTPB", ("PREA", "PREAB"), "nRAS"),
+    _row("pseudochannel", "ACTPB", "REFab", "nRC"),
+    _row("pseudochannel", "MACPB", ("PREA", "PREAB"), "nRTP"),
+    _row("pseudochannel", "PREPB", "REFab", "nRP"),
+    _row("pseudochannel", ("PREA", "PREAB"), "ACTPB", "nRP"),
+    _row("pseudochannel", "REFab", "ACTPB", "nRFC"),
+    _row("pseudochannel", "ACTAB", "ACTPB", "nRC"),
+    _row("pseudochannel", "ACTPB", "ACTAB", "nRC"),
+    _row("pseudochannel", "MACAB", "PREPB", "nRTP"),
+    _row("pseudochannel", "PREPB", "ACTAB", "nRP"),
 )
 
 # Extra rows when PIM and normal accesses share one row buffer per bank (no dual row buffers):

@@ -44,7 +44,8 @@ DEBUG_BUILD: bool = bool(_dram.DEBUG_BUILD)
 
 # The engine's command ids are compile-time constants (_dram.pxd); they must match the spec.
 _ENGINE_ORDER = ("ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REFab", "REFpb", "ACTAB",
-                 "MACAB", "PREAB", "GWRITE", "RDRES", "ACTSB", "MACSB", "PRESB")
+                 "MACAB", "PREAB", "GWRITE", "RDRES", "ACTSB", "MACSB", "PRESB", "ACTPB",
+                 "MACPB", "PREPB")
 assert tuple(c.name for c in COMMANDS) == _ENGINE_ORDER, "commands.COMMANDS and _dram.pxd disagree"
 assert _dram.LOG_DTYPE == LOG_DTYPE, "sieve.dram.log.LOG_DTYPE and the engine's LogRec disagree"
 
@@ -54,7 +55,7 @@ STATUS_MESSAGES = {
     2: "bank has an open row (precharge it first)",
     3: "bank is closed (activate a row first)",
     4: "a different row is open in the bank",
-    5: "the row is not open in every bank of the pseudo-channel (ACTAB first)",
+    5: "the row is not open in every bank the PIM MAC reads (ACTAB / ACTSB / ACTPB first)",
     6: "refresh needs every bank closed",
     7: "command is not part of this spec (PIM command on a DRAM without PIM units)",
     8: "column command off a rising clock edge",

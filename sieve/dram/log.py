@@ -16,7 +16,8 @@ __all__ = ["CSV_COLUMNS", "LOG_DTYPE", "LOG_KINDS", "RAMULATOR_NAMES", "LogWrite
 #: One record per issued command. ``tick``: engine tick of the command's first tick;
 #: ``seq``: global issue order (orders commands at equal ticks); ``cmd``: index into
 #: :data:`sieve.dram.commands.COMMANDS`; ``ch``: channel (simulated index); address fields are
-#: -1 below the command's scope; ``row`` is -1 except for ACT/RD/WR/RDA/WRA/ACTAB/MACAB;
+#: -1 below the command's scope; ``row`` is -1 except for ACT/RD/WR/RDA/WRA and the PIM
+#: activates and MACs (ACTAB/MACAB, ACTSB/MACSB, ACTPB/MACPB);
 #: ``col`` is -1 except for column commands.
 LOG_DTYPE = np.dtype([
     ("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),

@@ -34,7 +34,7 @@ def _normalise(state: dict, base: int, max_lat: int) -> dict:
     out["ready"] = [np.maximum(r, xc) - base for r in state["ready"]]
     out["hist"] = [np.where((h < 0) | (h + max_lat <= x[:, None, None, None, None]), _NO_HIST,
                             h - base) for h in state["hist"] if h.size]
-    for k in ("open_row", "ab_row", "sb_row", "n_open", "ref_rr"):
+    for k in ("open_row", "ab_row", "sb_row", "pb_row", "n_open", "ref_rr"):
         out[k] = state[k]
     out["ref_due"] = state["ref_due"] - base
     out["pc_last"] = np.maximum(state["pc_last"], x[:, None]) - base
@@ -52,7 +52,7 @@ def _denormalise(norm: dict, state: dict, base: int) -> None:
         if h0.size:
             h = next(hist)
             state["hist"][lv] = np.where(h == _NO_HIST, -1, h + base)
-    for k in ("open_row", "ab_row", "sb_row", "n_open", "ref_rr"):
+    for k in ("open_row", "ab_row", "sb_row", "pb_row", "n_open", "ref_rr"):
         state[k] = norm[k]
     state["ref_due"] = norm["ref_due"] + base
     state["pc_last"] = norm["pc_last"] + base

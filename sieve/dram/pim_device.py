@@ -181,10 +181,14 @@ class GemvKernel:
             return 0
         return self.n_chunks * self.rows_per_chunk
 
-    def dram_rows(self, bundles: int = 1) -> int:
+    def dram_rows(self, bundles: int = 1, parity: bool = False) -> int:
         """DRAM rows per bank the weights occupy from ``base_row``: :attr:`rows_used`, or with
         ``bundles`` > 1 bank bundles (``spec.pim.bundles``) the rows striped over them (kernel
-        row ``i`` in bundle ``i % bundles``, DRAM row ``base_row + i // bundles``)."""
+        row ``i`` in bundle ``i % bundles``, DRAM row ``base_row + i // bundles``), or with
+        bank-parity rows (``spec.pim.bank_parity``) the even chunks' rows (the first
+        ``ceil(n_chunks / 2)`` chunks in the even banks, the rest in the odd ones)."""
+        if parity:
+            return 0 if not self.rows_used else -(-self.n_chunks // 2) * self.rows_per_chunk
         return -(-self.rows_used // bundles)
 
     def barrier_key(self, channel: int) -> tuple | None:
@@ -201,12 +205,13 @@ class GemvKernel:
     def _row(self, spec: DramSpec) -> list[int]:
         """The engine's descriptor row of this kernel (:data:`engine.KERNEL_FIELDS` order),
         checked against the spec (ConfigError when it does not fit)."""
-        bursts, bundles, res_rows, n_rows, reserved, tick_ns, fields = _row_context(spec)
+        bursts, bundles, parity, res_rows, n_rows, reserved, tick_ns, fields = \
+            _row_context(spec)
         if self.macs_per_row > bursts:
             raise ConfigError(
                 f"PIM kernel: macs_per_row ({self.macs_per_row}) exceeds the "
                 f"{bursts} bursts a PU can read from one activated row")
-        used = self.dram_rows(bundles)
+        used = self.dram_rows(bundles, parity)
         if used:  # the GRF_B writes of an "hbm-pim" protocol go to the row after the weights
             used += res_rows
         if used and self.base_row + used > n_rows:
@@ -235,7 +240,8 @@ def _row_context(spec: DramSpec) -> tuple:
     frozen) and kept on it."""
     ctx = spec.__dict__.get("_kernel_row_context")
     if ctx is None:
-        ctx = (spec.pim_row_bursts, spec.pim.bundles, result_rows(spec), spec.org.rows,
+        ctx = (spec.pim_row_bursts, spec.pim.bundles, spec.pim.bank_parity, result_rows(spec),
+               spec.org.rows,
                reserved_rows(spec), spec.tick_ns, tuple(engine.KERNEL_FIELDS))
         object.__setattr__(spec, "_kernel_row_context", ctx)
     return ctx

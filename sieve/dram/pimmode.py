@@ -89,7 +89,8 @@ ROW_SBMR = 0x1FFF
 ROW_REG = HBM_PIM_REG_ROW
 ROW_PARK = 1 << 12
 #: Step row meaning "the row after the running kernel's weights" (the engine resolves it:
-#: base_row + n_chunks x rows_per_chunk); PIMSimulator's GRFB_TO_BANK writes there
+#: base_row + n_chunks x rows_per_chunk, with bank-parity rows base_row + ceil(n_chunks / 2)
+#: x rows_per_chunk); PIMSimulator's GRFB_TO_BANK writes there
 #: (``executeGemv``: column past the weights' columns of the odd bank).
 ROW_AFTER_WEIGHTS = -2
 #: GRF_A and GRF_B registers per PIM block (8 x 256-bit each: PIMSimulator src/PIMBlock.h,

@@ -25,13 +25,13 @@ __all__ = ["DEFAULT_DRAM_SPEC", "DEFAULT_SPEC", "MAX_BASE_DEPTH", "PRESETS", "ge
 # Presets
 # --------------------------------------------------------------------------------------------
 
-_HBM3_BUS = {"ACT": 1.5, "ACTAB": 1.5, "ACTSB": 1.5, "PRE": 0.5, "PREA": 0.5, "PREAB": 0.5,
-             "PRESB": 0.5, "REFab": 0.5, "REFpb": 0.5}
+_HBM3_BUS = {"ACT": 1.5, "ACTAB": 1.5, "ACTSB": 1.5, "ACTPB": 1.5, "PRE": 0.5, "PREA": 0.5,
+             "PREAB": 0.5, "PRESB": 0.5, "PREPB": 0.5, "REFab": 0.5, "REFpb": 0.5}
 """HBM3 command-bus occupancy in CK: ACT is R-F-R = 1.5 CK, other row commands half a CK,
 column commands 1 CK (Ramulator 2.1 hbm3.py ``command_cycles``); the PIM activates and
 precharges as the ones they extend."""
 
-_HBM2_BUS = {"ACT": 2.0, "ACTAB": 2.0, "ACTSB": 2.0}
+_HBM2_BUS = {"ACT": 2.0, "ACTAB": 2.0, "ACTSB": 2.0, "ACTPB": 2.0}
 """HBM2 row commands: ACT takes 2 CK on the row bus (Ramulator 2.1 hbm2.py; AttAcc
 HBM3-PIM.cpp "2-cycle ACT command")."""
 
@@ -133,8 +133,11 @@ def _samsung_hbm2_pim() -> DramSpec:
     timing = DramTiming(
         tCK_ps=tck, ticks_per_ck=1,
         nBL=2, nCL=20, nCWL=8, nRCDRD=14, nRCDWR=10, nRP=14, nRAS=33, nRC=47, nWR=16,
-        nRTP=5, nCCDS=2, nCCDL=4, nCCDR=0, nRRDS=4, nRRDL=6, nFAW=16, nWTRS=4, nWTRL=9,
-        nRTW=20 + 2 + 2 - 8,  # nCL + nBL + 2 - nCWL (no tRTW in the ini)
+        # RD -> PRE and RD -> WR as PIMSimulator applies them (src/Configuration.h):
+        # READ_TO_PRE_DELAY = AL + BL/2 + max(tRTPL, tCCDL) - tCCDL = 0 + 2 + 5 - 4, not the
+        # ini's tRTPL 5; READ_TO_WRITE_DELAY = RL + BL/2 + tRTRS - WL = 20 + 2 + 1 - 8
+        nRTP=3, nCCDS=2, nCCDL=4, nCCDR=0, nRRDS=4, nRRDL=6, nFAW=16, nWTRS=4, nWTRL=9,
+        nRTW=20 + 2 + 1 - 8,
         nPPD=0, nRFC=350, nRFCpb=160, nREFI=3900, nREFIpb=121, nRREFD=8,
         nCCDAB=4,  # PIMSimulator issue #3: every PIM op is charged tCCD_L
         nMACRD=4,  # ⚠ assumption: one more tCCD_L to drain the PU pipeline before readback
@@ -149,7 +152,10 @@ def _samsung_hbm2_pim() -> DramSpec:
                     crf_bursts=1,  # GEMV microkernel MAC,JUMP,MAC,JUMP,NOP,EXIT (PIMCmdGen.h)
                     # lane-wise MAC into GRF_B: 16 partial sums per output row, added by the
                     # host (KernelTestCases.h GEMV: readResult + Burst::fp16AdderTree)
-                    adder_tree=False)
+                    adder_tree=False,
+                    # all-bank mode acts on the even or the odd banks (Rank.cpp: bank % 2 ==
+                    # packet->bank); GEMV weights alternate parity by input tile (preloadGemv)
+                    bank_parity=True)
     return DramSpec(
         name="samsung-hbm2-pim",
         description="Samsung HBM2-PIM Aquabolt-XL: 1 PU per 2 banks, 16-lane FP16, 4 stacks",
@@ -160,12 +166,20 @@ def _samsung_hbm2_pim() -> DramSpec:
             "org": "PIMSimulator README: 1 PIM block per 2 banks, 4 banks x 4 BG per PC; "
                    "64-channel system = 4 stacks (system_hbm_64ch.ini)",
             "nCCDAB": "PIMSimulator issue #3: each PIM op costs tCCD_L",
+            "nRTP": "PIMSimulator src/Configuration.h READ_TO_PRE_DELAY = AL + BL/2 + "
+                    "max(tRTPL, tCCDL) - tCCDL = 3 (the ini's tRTPL is 5)",
+            "nRTW": "PIMSimulator src/Configuration.h READ_TO_WRITE_DELAY = RL + BL/2 + tRTRS "
+                    "- WL = 15",
             "pim.gbuf_bytes": "GRF_A 8 x 256-bit per PU (src/PIMBlock.h) = 256 B broadcast",
             "nMACRD": "assumption (one tCCD_L pipeline drain)",
             "pim.modes": "PIMSimulator PIMKernel.cpp (parkIn, changePIMMode, programCrf) and "
                          "Rank.cpp (ABMR 0x17ff, SBMR 0x1fff, register row 0x3fff)",
             "pim.crf_bursts": "PIMSimulator PIMCmdGen.h GEMV: 6 instructions = 1 CRF burst",
             "pim.adder_tree": "PIMSimulator GEMV: lane-wise MAC, host fp16AdderTree",
+            "pim.bank_parity": "PIMSimulator src/Rank.cpp (all-bank mode: checkBank / "
+                               "updateState on every bank with bank % 2 == packet->bank), "
+                               "PIMKernel.cpp preloadGemv / executeGemv (input tile i in "
+                               "bank i % 2, even tiles first)",
         },
     )
 

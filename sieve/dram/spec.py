@@ -40,10 +40,12 @@ from sieve.dram.commands import (
     COMMANDS,
     LEVEL_INDEX,
     LEVELS,
+    PARITY_COMMANDS,
     PIM_COMMANDS,
 )
 from sieve.dram.constraints import (
     DRAM_CONSTRAINTS,
+    PARITY_CONSTRAINTS,
     PIM_CONSTRAINTS,
     SHARED_BUFFER_CONSTRAINTS,
     ResolvedConstraint,
@@ -234,6 +236,13 @@ class PimConfig:
     # form a bundle (Duplex Logic-PIM's bank bundles), addressed by ACTSB / MACSB / PRESB, a
     # kernel's rows striped over the bundles so one bundle switches rows while another streams.
     bundles: int = 1
+    # True: the PIM rows are opened, read and closed one bank parity at a time (ACTPB / MACPB
+    # / PREPB through bank 0 or 1), as Samsung HBM-PIM's all-bank mode does (PIMSimulator
+    # src/Rank.cpp: an ACT, RD or PRE to bank 0 (1) in that mode acts on every even (odd)
+    # bank); a PU of two banks reads one of them per activation, and a kernel's input chunks
+    # alternate between the parities, the even ones first (PIMSimulator PIMKernel.cpp
+    # executeGemv / preloadGemv). False: one all-bank row in both banks (ACTAB / MACAB).
+    bank_parity: bool = False
 
     def pus_per_pc(self, org: DramOrg) -> int:
         return org.banks_per_pc // self.banks_per_pu
@@ -281,18 +290,24 @@ class DramSpec:
 
     @property
     def pim_mac_command(self) -> str:
-        """The PIM MAC command of this spec: MACAB (every bank at once) or MACSB (bank
-        bundles, ``pim.bundles`` > 1); "" without PIM units."""
+        """The PIM MAC command of this spec: MACAB (every bank at once), MACSB (bank bundles,
+        ``pim.bundles`` > 1) or MACPB (one bank parity, ``pim.bank_parity``); "" without PIM
+        units."""
         if self.pim is None:
             return ""
+        if self.pim.bank_parity:
+            return "MACPB"
         return "MACSB" if self.pim.bundles > 1 else "MACAB"
 
     @property
     def pim_row_bursts(self) -> int:
         """Bursts one PU reads from one activated row: its banks' columns, of one bundle when
-        the PUs read bank bundles (``pim.bundles``)."""
+        the PUs read bank bundles (``pim.bundles``), of one bank when they read one parity
+        (``pim.bank_parity``)."""
         if self.pim is None:
             return 0
+        if self.pim.bank_parity:
+            return self.org.columns
         return self.pim.banks_per_pu * self.org.columns // self.pim.bundles
 
     @property
@@ -312,16 +327,22 @@ class DramSpec:
             rows = rows + PIM_CONSTRAINTS
             if not self.pim.dual_row_buffer:
                 rows = rows + SHARED_BUFFER_CONSTRAINTS
+            if self.pim.bank_parity:
+                rows = rows + PARITY_CONSTRAINTS
         return rows
 
     def command_names(self) -> tuple[str, ...]:
         names = tuple(c.name for c in COMMANDS)
         if self.pim is None:
             names = tuple(n for n in names if n not in PIM_COMMANDS)
-        elif self.pim.bundles == 1:
-            names = tuple(n for n in names if n not in BUNDLE_COMMANDS)
-        else:  # bundled rows: the PUs never read every bank at once
-            names = tuple(n for n in names if n != "MACAB")
+        else:
+            if self.pim.bundles == 1:
+                names = tuple(n for n in names if n not in BUNDLE_COMMANDS)
+            if not self.pim.bank_parity:
+                names = tuple(n for n in names if n not in PARITY_COMMANDS)
+            if self.pim.bundles > 1 or self.pim.bank_parity:
+                # bundled or parity rows: the PUs never read every bank at once
+                names = tuple(n for n in names if n != "MACAB")
         return names
 
     def bus_ticks(self, cmd: str) -> int:
@@ -461,6 +482,7 @@ class DramSpec:
             "nREFIpb": int(t.nREFIpb * tpc),
             "refresh_perbank": int(self.refresh == "perbank"),
             "bundles": int(self.pim.bundles) if pim_on else 1,
+            "bank_parity": int(bool(self.pim.bank_parity)) if pim_on else 0,
         }
 
     # ---- validation and overrides ----------------------------------------------------------
@@ -597,6 +619,15 @@ class DramSpec:
                 if p.modes != "none":
                     raise ConfigError(f"{who}: pim.bundles > 1 needs pim.modes 'none' (the "
                                       f"mode protocol switches every bank at once)")
+            check_bool(who, "pim.bank_parity", p.bank_parity)
+            if p.bank_parity and (p.banks_per_pu != 2 or p.bundles != 1 or p.dual_row_buffer
+                                  or self.org.banks % 2):
+                raise ConfigError(
+                    f"{who}: pim.bank_parity (Samsung HBM-PIM's even/odd all-bank rows) needs "
+                    f"pim.banks_per_pu 2 (one bank of each parity per PU; has "
+                    f"{p.banks_per_pu}), pim.bundles 1 (has {p.bundles}), one shared row "
+                    f"buffer (pim.dual_row_buffer false; has {p.dual_row_buffer}) and an even "
+                    f"number of banks per bank group (has {self.org.banks})")
             if self.org.banks_per_pc % p.banks_per_pu:
                 raise ConfigError(f"{who}: pim.banks_per_pu ({p.banks_per_pu}) must divide the "
                                   f"{self.org.banks_per_pc} banks of a pseudo-channel")
@@ -707,6 +738,9 @@ class DramSpec:
                 ("pim.bundles", str(p.bundles),
                  "bank bundles read one at a time (1: every bank at once; n: one per SID, "
                  "rows switched behind the other bundles' streams)"),
+                ("pim.bank_parity", str(p.bank_parity),
+                 "PIM rows one bank parity at a time (ACTPB/MACPB/PREPB, Samsung all-bank "
+                 "mode)"),
                 ("PIM internal bandwidth", f"{self.pim_internal_bandwidth_gbs / 1e3:.1f} TB/s",
                  f"derived, {self.pim_internal_bandwidth_gbs / self.peak_bandwidth_gbs:.1f}x "
                  "external"),

@@ -55,7 +55,7 @@ def channel_classes(state: dict, refresh_interval: int, horizon: list[np.ndarray
             dead = (hist < 0) | (hist + horizon[lv][None, None, None, :, None]
                                  <= low[:, None, None, None, None])
             cols.append(per_unit(np.where(dead, _NO_HIST, hist - start)))
-    for k in ("open_row", "ab_row", "sb_row", "n_open"):
+    for k in ("open_row", "ab_row", "sb_row", "pb_row", "n_open"):
         cols.append(pcs(state[k]))
     cols.append(pcs(due - start))
     cols.append(pcs(state["ref_rr"]))

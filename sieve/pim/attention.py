@@ -292,7 +292,7 @@ def run_attention(spec: DramSpec | str, model, layer: int, context_lens: Sequenc
             # pack the group's slices from row 0; wrap to row 0 (rows then shared, an
             # approximation) rather than split a kernel across the end of the bank
             nonlocal row
-            used = kernel.dram_rows(spec.pim.bundles)
+            used = kernel.dram_rows(spec.pim.bundles, spec.pim.bank_parity)
             if row + used > n_rows:
                 row = 0
             out = _at_row(kernel, row)

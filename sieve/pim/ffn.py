@@ -156,8 +156,9 @@ def ffn_layouts(spec: DramSpec | str, shape: FfnShape, n_pcs: int | None = None,
 
 
 def _rows(lay: GemvLayout) -> int:
-    """DRAM rows per bank of one GEMV's weights (striped over bank bundles, if any)."""
-    return -(-(lay.kernel.n_chunks * lay.kernel.rows_per_chunk) // lay.bundles)
+    """DRAM rows per bank of one GEMV's weights (striped over bank bundles or split over the
+    bank parities, if any)."""
+    return lay.dram_rows
 
 
 def _act_bytes(gu: GemvLayout, shape: FfnShape) -> int:

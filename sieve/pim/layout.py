@@ -70,6 +70,7 @@ class GemvLayout:
     lane_partials: int = 1  # values read back per output row and PC: 1 with a PU adder
     #                         tree, else the PU's lanes (spec.pim.adder_tree)
     bundles: int = 1  # bank bundles the kernel's rows are striped over (spec.pim.bundles)
+    bank_parity: bool = False  # chunks split over the bank parities (spec.pim.bank_parity)
     output_tiles: int = 1  # kernels every PC runs one after another, one per output tile of
     #                        tile_rows rows per PU (gemv_layout); ``kernel`` is the first
     tile_stride: int = 0  # DRAM rows from one tile's kernel to the next's (weights + results)
@@ -77,7 +78,7 @@ class GemvLayout:
     @property
     def dram_rows(self) -> int:
         """DRAM rows per bank the kernel's weights occupy (:meth:`GemvKernel.dram_rows`)."""
-        return self.kernel.dram_rows(self.bundles)
+        return self.kernel.dram_rows(self.bundles, self.bank_parity)
 
     @property
     def padding(self) -> float:
@@ -160,8 +161,11 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     partials = 1 if p.adder_tree else p.lanes
     n_res = math.ceil(rows_pc * partials * out_bytes / o.access_bytes)
     # + the row after the weights that an "hbm-pim" protocol writes GRF_B to; bundled rows
-    # are striped over the bundles
-    dram_rows = -(-(n_chunks * rows_per_chunk) // p.bundles)
+    # are striped over the bundles, parity rows split over the two parities
+    if p.bank_parity:
+        dram_rows = -(-n_chunks // 2) * rows_per_chunk
+    else:
+        dram_rows = -(-(n_chunks * rows_per_chunk) // p.bundles)
     if base_row + dram_rows + result_rows(spec) > o.rows:
         raise ConfigError(
             f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
@@ -177,7 +181,7 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
         cols_per_pc=segs_pc * elems, rows_per_pu=rows_pu, chunk_elems=segs_chunk * elems,
         weight_bytes=out_rows * in_cols * wb, padded_weight_bytes=padded,
         readback_bytes=n_pcs * n_res * o.access_bytes, out_bytes=out_bytes,
-        lane_partials=partials, bundles=p.bundles)
+        lane_partials=partials, bundles=p.bundles, bank_parity=p.bank_parity)
 
 
 def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
@@ -204,6 +208,10 @@ def estimate_kernel_ns(spec: DramSpec | str, kernel: GemvKernel) -> float:
         macs = passes * n_rows * max(kernel.macs_per_row * t.nCCDAB, row / nb)
     else:
         macs = passes * n_rows * row
+        if spec.pim is not None and spec.pim.bank_parity and n_rows > 1:
+            # the even chunks' first row opens behind their input writes (the register row
+            # is in an odd bank): their row switch is hidden
+            macs -= passes * -(-kernel.n_chunks // 2) * (t.nRTP + t.nRP + t.nRCDRD)
     ck = io + passes * per_pass + macs + t.nCL + t.nBL
     p = spec.pim
     if p is not None and p.modes == "hbm-pim":  # sieve.dram.pimmode sequences, roughly

@@ -20,8 +20,9 @@ cdef enum:  # scope classes of a command (per position)
     C_BANK = 1
     C_SID = 2
     C_PC = 3
+    C_PAR = 4  # a bank parity: every other bank of the PC from bank_id (ACTPB/MACPB/PREPB)
 
-SCOPE_NONE, SCOPE_BANK, SCOPE_SID, SCOPE_PC = C_NONE, C_BANK, C_SID, C_PC
+SCOPE_NONE, SCOPE_BANK, SCOPE_SID, SCOPE_PC, SCOPE_PAR = C_NONE, C_BANK, C_SID, C_PC, C_PAR
 
 
 include "_found.pxi"
@@ -29,8 +30,8 @@ include "_found.pxi"
 
 cdef inline int _check_failed(Found* f, int64_t what, int64_t pos, int64_t st, int64_t setter,
                               int64_t bank) noexcept nogil:
-    """Record one failed check: its kind (0 bank, 1 SID, 2 PC), position, the offending state
-    and its setter, the first offending bank of the unit (-1: all)."""
+    """Record one failed check: its kind (0 bank, 1 SID, 2 PC, 3 parity), position, the
+    offending state and its setter, the first offending bank of the unit (-1: all)."""
     cdef int64_t rec[5]
     rec[0] = what
     rec[1] = pos
@@ -79,13 +80,16 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
 
     Returns:
         ``(what, pos, state, setter, bank)`` int64 arrays: ``what`` 0 for a bank check, 1 a SID
-        check, 2 a PC check; ``state``/``setter`` the offending open row (-1: closed) and the
-        sorted position of the setter that made it (-1: none); ``bank`` the first offending
-        bank in the SID / PC (-1: every bank, the unit's state was uniform).
+        check, 2 a PC check, 3 a parity check; ``state``/``setter`` the offending open row (-1:
+        closed) and the sorted position of the setter that made it (-1: none); ``bank`` the
+        first offending bank in the SID / PC (index within it) or parity (index within the PC;
+        -1: every bank, the unit's state was uniform; a parity is looked up bank by bank).
+        A parity command (SCOPE_PAR) addresses bank ``bank_id`` and acts on every other bank
+        of its PC from it: its check is each of those banks', and as a setter it sets each.
     """
     cdef Py_ssize_t n = kind.shape[0], i, j
     cdef int64_t n_sids, n_pcs, k, bk, s, p, st, at, want, unit, nb, sp, sv, first_st = 0
-    cdef int64_t first_at = 0, first = -1, sub
+    cdef int64_t first_at = 0, first = -1, sub, b0
     cdef bint opens, closes, check
     if (buf.shape[0] != n or scope.shape[0] != n or focus.shape[0] != n
             or bank_id.shape[0] != n or sid_id.shape[0] != n or pc_id.shape[0] != n
@@ -93,6 +97,9 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
         raise ValueError("replay: columns must have one length")
     if bps < 1 or bpp < bps or bpp % bps or n_banks < 0 or n_banks % bpp or sids_per_pc < 1:
         raise ValueError("replay: bank counts must nest (banks per SID, per PC, total)")
+    for i in range(n):
+        if scope[i] == C_PAR and kind[i] >= 0 and bpp % 2:
+            raise ValueError("replay: parity commands need an even number of banks per PC")
     n_sids = n_banks // bps
     n_pcs = n_banks // bpp
     if n_sids != n_pcs * sids_per_pc:
@@ -102,8 +109,8 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
             continue
         if not (0 <= pc_id[i] < n_pcs) or (scope[i] != C_PC and not (
                 0 <= sid_id[i] < n_sids and sid_id[i] // sids_per_pc == pc_id[i])) or (
-                scope[i] == C_BANK and not (0 <= bank_id[i] < n_banks
-                                                and bank_id[i] // bps == sid_id[i])):
+                (scope[i] == C_BANK or scope[i] == C_PAR) and not (
+                    0 <= bank_id[i] < n_banks and bank_id[i] // bps == sid_id[i])):
             raise ValueError("replay: node ids out of range or not nested")
     cdef int64_t* mem = <int64_t*>malloc(max(2 * n_banks + 3 * n_sids + 3 * n_pcs, 1)
                                          * sizeof(int64_t))
@@ -137,6 +144,17 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
                                     &st, &at)
                         if (st != -1) if (k == k_open or k == k_refresh) else (st != row[i]):
                             err = _check_failed(&found, 0, i, st, at, -1)
+                elif scope[i] == C_PAR:
+                    if (k == k_open or k == k_mac) and buf[i] == b:
+                        want = row[i] if k == k_mac else -1
+                        b0 = (bank_id[i] // bpp) * bpp + bank_id[i] % 2
+                        for j in range(bpp // 2):
+                            _bank_state(b0 + 2 * j, bps, bpp, bpos, bval, spos, sval, ppos,
+                                        pval, &st, &at)
+                            if st != want:
+                                err = _check_failed(&found, 3, i, st, at,
+                                                    bank_id[i] % 2 + 2 * j)
+                                break
                 else:
                     if scope[i] == C_SID:
                         check = (k == k_open or k == k_mac) and buf[i] == b
@@ -189,6 +207,14 @@ def replay(const int64_t[::1] kind, const int64_t[::1] buf, const int8_t[::1] sc
                 bval[bk] = row[i] if opens else -1
                 ssub[bk // bps] = i
                 psub[bk // bpp] = i
+            elif scope[i] == C_PAR:
+                b0 = (bank_id[i] // bpp) * bpp + bank_id[i] % 2
+                for j in range(bpp // 2):
+                    bk = b0 + 2 * j
+                    bpos[bk] = i
+                    bval[bk] = row[i] if opens else -1
+                    ssub[bk // bps] = i
+                psub[b0 // bpp] = i
             elif scope[i] == C_SID:
                 s = sid_id[i]
                 spos[s] = i

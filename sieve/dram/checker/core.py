@@ -15,9 +15,14 @@ import numpy as np
 from sieve.dram.commands import BUFFER_NORMAL, COMMANDS, LEVEL_INDEX, LEVELS
 from sieve.dram.spec import DramSpec
 
-__all__ = ["Collector", "LogView", "command_buffers", "level_counts", "stable_order"]
+__all__ = ["PARITY_LEVEL", "Collector", "LogView", "command_buffers", "level_counts",
+           "stable_order"]
 
 _SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
+#: The checker's extra level after the hierarchy's: a (PC, bank parity) node per bank-scope
+#: command (bank index within the PC, bit 0), where the timing rows of the bank-parity PIM
+#: commands (ACTPB / MACPB / PREPB, which act on every bank of their parity) are checked.
+PARITY_LEVEL = len(LEVELS)
 
 
 def stable_order(ids: np.ndarray) -> np.ndarray:
@@ -77,7 +82,9 @@ class LogView:
             by the timing, state and refresh rules).
         node: ``node[L]`` is the flat id of the command's node at level ``L`` (-1 where the
             command's scope does not reach ``L`` or it is not valid). Node ids nest:
-            ``node[L] = node[L-1] * counts[L] + index at L``.
+            ``node[L] = node[L-1] * counts[L] + index at L``; after the hierarchy's levels,
+            ``node[PARITY_LEVEL]`` is ``2 * PC node + (bank index within the PC) % 2`` for
+            bank-scope commands.
     """
 
     order: np.ndarray
@@ -102,7 +109,9 @@ class LogView:
 
     def n_nodes(self, level: int) -> int:
         """Node ids at ``level`` lie in ``[0, n_nodes(level))`` (they nest: the product of the
-        counts down to it)."""
+        counts down to it; the parity level: two per PC)."""
+        if level == PARITY_LEVEL:
+            return int(np.prod(self.counts[:2])) * 2
         return int(np.prod(self.counts[:level + 1]))
 
     @classmethod
@@ -129,6 +138,8 @@ class LogView:
             if lv > 0:
                 cur = cur * counts[lv] + cols[fields[lv]]
             nodes.append(np.where(ok & (scope >= lv), cur, -1))
+        bpp = int(np.prod(counts[2:]))
+        nodes.append(np.where(nodes[-1] >= 0, nodes[1] * 2 + (nodes[-1] % bpp) % 2, -1))
         return cls(order=order, valid=ok, node=nodes, counts=counts, focus=order >= focus_from,
                    **cols)
 

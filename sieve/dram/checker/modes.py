@@ -13,9 +13,9 @@ changes it (``src/Rank.cpp`` ``Rank::execute``, ``src/PIMRank.cpp`` ``writeHab``
 * HAB -> SB once banks 0 and 1 of bank group 0 have both been *precharged* while open at the
   SBMR row 0x1fff (PIMSimulator switches on the precharge, not on the activation).
 
-ACTAB, PREAB, GWRITE and writes to the GRF registers (WR to the register row 0x3fff at columns
-8..15, GRF_A, or 24..31, GRF_B: ``PIMRank::writeHab``; in SB they are plain writes) need HAB or
-HAB_PIM, MACAB needs HAB_PIM; a pseudo-channel that left
+ACTAB, PREAB, the bank-parity ACTPB / PREPB, GWRITE and writes to the GRF registers (WR to the
+register row 0x3fff at columns 8..15, GRF_A, or 24..31, GRF_B: ``PIMRank::writeHab``; in SB they
+are plain writes) need HAB or HAB_PIM, MACAB / MACPB need HAB_PIM; a pseudo-channel that left
 SB must be back in SB at the end of the log (a kernel that never leaves PIM mode). The row
 addresses are restated here from PIMSimulator on purpose, not imported from the engine's
 :mod:`sieve.dram.pimmode`: the checker shares only the spec and the log format with the
@@ -40,8 +40,10 @@ _ROW_REG = 0x3FFF
 _ACT, _WR, _PRE = COMMAND_INDEX["ACT"], COMMAND_INDEX["WR"], COMMAND_INDEX["PRE"]
 _PREA, _PREAB = COMMAND_INDEX["PREA"], COMMAND_INDEX["PREAB"]
 _RDA, _WRA = COMMAND_INDEX["RDA"], COMMAND_INDEX["WRA"]
-_MAC = COMMAND_INDEX["MACAB"]
-_NEEDS_AB = [COMMAND_INDEX[n] for n in ("ACTAB", "PREAB", "GWRITE", "MACAB")]
+_MACS = [COMMAND_INDEX[n] for n in ("MACAB", "MACPB")]
+_PREPB = COMMAND_INDEX["PREPB"]
+_NEEDS_AB = [COMMAND_INDEX[n] for n in ("ACTAB", "PREAB", "GWRITE", "MACAB", "ACTPB", "MACPB",
+                                        "PREPB")]
 _SB, _HAB, _HAB_PIM = 0, 1, 2
 _MODE_NAMES = ("single-bank mode (SB)", "all-bank mode (HAB)", "all-bank PIM mode (HAB_PIM)")
 _ABMR_BANKS = ((0, 0), (2, 0), (0, 1), (2, 1))  # (bank group, bank), sid 0
@@ -61,7 +63,8 @@ def _bit(bg: np.ndarray, bank: np.ndarray, banks: tuple[tuple[int, int], ...]) -
 def _sbmr_closes(v: LogView, spec: DramSpec, pc: np.ndarray) -> np.ndarray:
     """Bit (as :func:`_bit` over ``_SBMR_BANKS``) for each command that closes bank 0 or 1 of
     bank group 0 (sid 0) while it is open at the SBMR row: PRE of the bank, RDA/WRA to it,
-    PREA of its PC, or PREAB when PIM and normal commands share the row buffer."""
+    PREA of its PC, or PREAB / PREPB of its parity when PIM and normal commands share the row
+    buffer."""
     ok = v.valid
     dual = bool(spec.pim.dual_row_buffer)
     out = np.zeros(v.n, dtype=np.int64)
@@ -71,7 +74,10 @@ def _sbmr_closes(v: LogView, spec: DramSpec, pc: np.ndarray) -> np.ndarray:
         acts = np.flatnonzero(at & (v.cmd == _ACT))
         if acts.size == 0:
             continue
-        closes = np.flatnonzero((at & np.isin(v.cmd, (_PRE, _RDA, _WRA))) | pc_close)
+        par_close = (ok & (v.cmd == _PREPB) & (v.bank % 2 == (g * spec.org.banks + b) % 2)
+                     & (not dual))
+        closes = np.flatnonzero((at & np.isin(v.cmd, (_PRE, _RDA, _WRA))) | pc_close
+                                | par_close)
         if closes.size == 0:
             continue
         # per PC, in sorted position order: key = pc * stride + position
@@ -161,14 +167,14 @@ def check_modes(v: LogView, spec: DramSpec, out: Collector) -> None:
         cur = np.where(has, vals[rc], _SB)
     else:
         cur = np.full(chk.shape, _SB, dtype=np.int64)
-    need_pim = v.cmd[chk] == _MAC
+    need_pim = np.isin(v.cmd[chk], _MACS)
     bad = (cur == _SB) | (need_pim & (cur != _HAB_PIM))
     kind = np.where(grf[chk], -1, v.cmd[chk])  # -1: a GRF write
     for c in np.unique(kind[bad]):
         m = bad & (kind == c)
         name = ("WR to a GRF register (register row 0x3fff, column 8..15 or 24..31)" if c < 0
                 else next(k for k, i in COMMAND_INDEX.items() if i == c))
-        need = _MODE_NAMES[_HAB_PIM] if c == _MAC else "all-bank mode (HAB or HAB_PIM)"
+        need = _MODE_NAMES[_HAB_PIM] if c in _MACS else "all-bank mode (HAB or HAB_PIM)"
         for val in np.unique(cur[m]):
             pos = chk[m & (cur == val)]
             out.add(out.code("mode", f"{name} needs the pseudo-channel in {need}; it is in "

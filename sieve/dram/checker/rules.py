@@ -12,6 +12,7 @@ import numpy as np
 from sieve.dram.checker.core import Collector, LogView, level_counts, ordered_by
 from sieve.dram.commands import (
     BUS_COL,
+    COMMAND_INDEX,
     COMMANDS,
     KIND_MAC,
     KIND_OPEN,
@@ -20,6 +21,8 @@ from sieve.dram.commands import (
     KIND_WRITE,
     KIND_WRITE_AP,
     LEVEL_INDEX,
+    PARITY_COMMANDS,
+    PIM_COMMANDS,
 )
 from sieve.dram.spec import DramSpec
 from sieve.errors import TraceFormatError
@@ -64,28 +67,42 @@ def address_validity(log: np.ndarray, spec: DramSpec):
     cmd = log["cmd"].astype(np.int64)
     enabled_cmds = np.array([c.name in spec.command_names() for c in COMMANDS])
     enabled = enabled_cmds[cmd]
-    limits = np.concatenate([level_counts(spec), [spec.org.rows, spec.org.columns]])
+    limits = _limits(spec)[cmd]
     needs = _needs(spec)[cmd]
     bad_field = np.full(cmd.shape, -1, dtype=np.int64)
     for j in range(len(_ADDR_FIELDS) - 1, -1, -1):  # reversed: the first bad field wins
         x = log[_ADDR_FIELDS[j]].astype(np.int64)
-        bad = needs[:, j] & ((x < 0) | (x >= limits[j]))
+        bad = needs[:, j] & ((x < 0) | (x >= limits[:, j]))
         bad_field[bad] = j
     return enabled & (bad_field < 0), enabled, bad_field
+
+
+def _limits(spec: DramSpec) -> np.ndarray:
+    """``limits[cmd, field]``: one past the largest valid value of each address field. The
+    bank-parity commands are addressed through bank 0 or 1 of SID 0, bank group 0."""
+    one = np.concatenate([level_counts(spec), [spec.org.rows, spec.org.columns]])
+    lim = np.tile(one, (len(COMMANDS), 1))
+    for n in PARITY_COMMANDS:
+        lim[COMMAND_INDEX[n], 2:5] = (1, 1, min(2, spec.org.banks))
+    return lim
 
 
 def check_address(log, spec, v: LogView, enabled, bad_field, out: Collector) -> None:
     """Report disabled commands ("command") and out-of-range address fields ("address")."""
     inv = np.empty(v.n, dtype=np.int64)
     inv[v.order] = np.arange(v.n)
-    limits = np.concatenate([level_counts(spec), [spec.org.rows, spec.org.columns]])
+    limits = _limits(spec)
     cmd = log["cmd"].astype(np.int64)
     focus = v.focus[inv]  # in log order: records this check reports on
     idx = np.flatnonzero(~enabled & focus)
+    if spec.pim is None:
+        why = "PIM commands need a spec with PIM units"
+    else:
+        why = "its PIM commands: " + ", ".join(n for n in spec.command_names()
+                                                if n in PIM_COMMANDS)
     for c in np.unique(cmd[idx]):
         m = idx[cmd[idx] == c]
-        text = (f"{_NAMES[c]} is not enabled for DRAM spec {spec.name!r} (PIM commands need a "
-                "spec with PIM units)")
+        text = f"{_NAMES[c]} is not enabled for DRAM spec {spec.name!r} ({why})"
         out.add(out.code("command", text), inv[m], -1, log["ch"][m], log["tick"][m],
                 log["tick"][m])
     idx = np.flatnonzero(enabled & (bad_field >= 0) & focus)
@@ -93,7 +110,7 @@ def check_address(log, spec, v: LogView, enabled, bad_field, out: Collector) -> 
         for j in np.unique(bad_field[idx][cmd[idx] == c]):
             m = idx[(cmd[idx] == c) & (bad_field[idx] == j)]
             f = _ADDR_FIELDS[j]
-            text = f"{_NAMES[c]} {f}={{a}} is out of range [0, {limits[j]})"
+            text = f"{_NAMES[c]} {f}={{a}} is out of range [0, {limits[c, j]})"
             out.add(out.code("address", text), inv[m], -1, log["ch"][m], log["tick"][m],
                     log["tick"][m], a=log[f][m])
 

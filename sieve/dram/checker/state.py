@@ -37,6 +37,7 @@ from sieve.dram.commands import (
     KIND_WRITE,
     KIND_WRITE_AP,
     LEVEL_INDEX,
+    PARITY_COMMANDS,
 )
 from sieve.dram.spec import DramSpec
 
@@ -52,6 +53,8 @@ __all__ = ["check_state", "check_state_reference"]
 _KIND = np.array([c.kind for c in COMMANDS], dtype=np.int64)
 _BANK_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["bank"] for c in COMMANDS])
 _SID_SCOPE = np.array([LEVEL_INDEX[c.scope] == LEVEL_INDEX["sid"] for c in COMMANDS])
+#: Bank-parity commands: addressed through bank 0 / 1, acting on every bank of that parity.
+_PAR_SCOPE = np.array([c.name in PARITY_COMMANDS for c in COMMANDS])
 _NAMES = [c.name for c in COMMANDS]
 _BUFNAME = ("normal", "PIM")
 
@@ -112,8 +115,10 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
     cmd = np.where(v.valid, v.cmd, 0)
     kind = np.ascontiguousarray(np.where(v.valid, _KIND[cmd], -1), dtype=np.int64)
     scope = np.where(~v.valid, _state.SCOPE_NONE,
-                     np.where(_BANK_SCOPE[cmd], _state.SCOPE_BANK,
-                              np.where(_SID_SCOPE[cmd], _state.SCOPE_SID, _state.SCOPE_PC)))
+                     np.where(_PAR_SCOPE[cmd], _state.SCOPE_PAR,
+                              np.where(_BANK_SCOPE[cmd], _state.SCOPE_BANK,
+                                       np.where(_SID_SCOPE[cmd], _state.SCOPE_SID,
+                                                _state.SCOPE_PC))))
     scope = np.ascontiguousarray(scope, dtype=np.int8)
     focus = np.ascontiguousarray(v.focus, dtype=bool).view(np.int8)
     buf = np.ascontiguousarray(bufs[cmd], dtype=np.int64)
@@ -130,6 +135,10 @@ def check_state(v: LogView, spec: DramSpec, out: Collector) -> None:
         k = kind[p[m]]
         _report_bank(out, v, p[m], st[m], setter[m], (k != KIND_OPEN) & (k != KIND_REFRESH),
                      b, tick_req)
+        m = what == 3
+        pm = p[m]
+        _report_pc(out, v, pm, np.where(kind[pm] == KIND_MAC, v.row[pm], -1), st[m], setter[m],
+                   bank[m], b, tick_req, unit="parity")
         for code, unit in ((1, "SID"), (2, "PC")):
             for uniform in (True, False):
                 m = (what == code) & ((bank == -1) == uniform)
@@ -152,32 +161,42 @@ def check_state_reference(v: LogView, spec: DramSpec, out: Collector) -> None:
     nbuf = int(bufs.max()) + 1
     cmd = np.where(v.valid, v.cmd, 0)
     kind = np.where(v.valid, _KIND[cmd], -1)
-    bank_scope = _BANK_SCOPE[cmd] & v.valid
+    par_scope = _PAR_SCOPE[cmd] & v.valid
+    bank_scope = _BANK_SCOPE[cmd] & v.valid & ~par_scope
     sid_scope = _SID_SCOPE[cmd] & v.valid
     pc_scope = ~_BANK_SCOPE[cmd] & ~_SID_SCOPE[cmd] & v.valid
     focus = v.focus  # checks only for these; setters from every record
     buf = bufs[cmd]
     bank_id, sid_id, pc_id = v.node[4], v.node[2], v.node[1]
-    sid_of_bank = np.where(bank_scope, bank_id // bps, -1)
     pos_all = np.arange(n, dtype=np.int64)
     opens = kind == KIND_OPEN
     closes = (kind == KIND_CLOSE) | (kind == KIND_READ_AP) | (kind == KIND_WRITE_AP)
     value = np.where(opens, v.row, -1)
     tick_req = v.tick  # state rules have no "required tick": report the command's own tick
 
+    half = bpp // 2
     for b in range(nbuf):
         in_buf = buf == b
         bset = bank_scope & in_buf & (opens | closes)
         sset = sid_scope & in_buf & (opens | closes)
         pset = pc_scope & in_buf & (opens | closes)
-        bank_set = _Setters(bank_id[bset], pos_all[bset], value[bset], stride)
+        # a parity setter sets every bank of its parity: expanded into bank setters
+        qs = np.flatnonzero(par_scope & in_buf & (opens | closes))
+        par_banks = (np.repeat((bank_id[qs] // bpp) * bpp + bank_id[qs] % 2, half)
+                     + np.tile(2 * np.arange(half), qs.size))
+        b_ids = np.concatenate([bank_id[bset], par_banks])
+        b_pos = np.concatenate([pos_all[bset], np.repeat(qs, half)])
+        b_val = np.concatenate([value[bset], np.repeat(value[qs], half)])
+        o = np.argsort(b_pos, kind="stable")
+        b_ids, b_pos, b_val = b_ids[o], b_pos[o], b_val[o]
+        bank_set = _Setters(b_ids, b_pos, b_val, stride)
         sid_set = _Setters(sid_id[sset], pos_all[sset], value[sset], stride)
         pc_set = _Setters(pc_id[pset], pos_all[pset], value[pset], stride)
         # setters below the PC keyed by their PC, and bank setters keyed by their SID, for
         # "did any part change since the last setter of the whole"
-        sub_pc = np.sort(np.concatenate([pc_id[bset] * stride + pos_all[bset],
+        sub_pc = np.sort(np.concatenate([(b_ids // bpp) * stride + b_pos,
                                          (sid_id[sset] // org.sids) * stride + pos_all[sset]]))
-        bank_sid = np.sort(sid_of_bank[bset] * stride + pos_all[bset])
+        bank_sid = np.sort((b_ids // bps) * stride + b_pos)
 
         def state(banks, pos, sets=(bank_set, sid_set, pc_set)):
             # bank ids nest: its SID is bank // bps, its PC bank // bpp
@@ -194,6 +213,22 @@ def check_state_reference(v: LogView, spec: DramSpec, out: Collector) -> None:
         need_open = (k != KIND_OPEN) & (k != KIND_REFRESH)
         bad = np.where(need_open, st != v.row[p], st != -1)
         _report_bank(out, v, p[bad], st[bad], setter[bad], need_open[bad], b, tick_req)
+
+        # ---- parity checks: ACTPB needs every bank of its parity closed, MACPB open at row,
+        # each looked up ----
+        qchk = par_scope & focus & ((kind == KIND_OPEN) | (kind == KIND_MAC)) & in_buf
+        p = pos_all[qchk]
+        if p.size:
+            want = np.where(kind[p] == KIND_MAC, v.row[p], -1)
+            first_bank = (bank_id[p] // bpp) * bpp + bank_id[p] % 2
+            banks = np.repeat(first_bank, half) + np.tile(2 * np.arange(half), p.size)
+            st, setter = state(banks, np.repeat(p, half))
+            wrong = (st != np.repeat(want, half)).reshape(p.size, half)
+            j = wrong.argmax(axis=1)
+            sel = np.flatnonzero(wrong.any(axis=1))
+            flat = sel * half + j[sel]
+            _report_pc(out, v, p[sel], want[sel], st[flat], setter[flat],
+                       bank_id[p[sel]] % 2 + 2 * j[sel], b, tick_req, unit="parity")
 
         # ---- SID-scope checks (bank bundles): ACTSB needs the SID's banks closed, MACSB
         # open at row ----
@@ -274,7 +309,7 @@ def _report_pc(out, v, p, want, st, setter, bank, b, tick_req, unit: str = "PC")
     if p.size == 0:
         return
     bank = np.asarray(bank)
-    whole = "pseudo-channel" if unit == "PC" else "SID"
+    whole = {"PC": "pseudo-channel", "SID": "SID", "parity": "parity"}[unit]
     for c in np.unique(v.cmd[p]):
         name = _NAMES[c]
         need = (f"{name} row {{b}} needs every bank open at that row" if _KIND[c] == KIND_MAC

@@ -35,7 +35,7 @@ from sieve.dram.checker.rules import (
 )
 from sieve.dram.checker.state import check_state
 from sieve.dram.checker.timing import _timing, check_timing
-from sieve.dram.commands import LEVELS
+from sieve.dram.commands import LEVEL_INDEX, LEVELS
 from sieve.dram.log import LOG_DTYPE
 from sieve.dram.spec import DramSpec
 
@@ -115,14 +115,21 @@ def _carry(log: np.ndarray, gidx: np.ndarray, v: LogView, windows: list[int]
     """The commands later chunks may look back to: per level, node and command type the last
     ``windows[level]`` ones in (tick, seq) order (a compiled reverse scan,
     ``_timing.mark_last``; :func:`_carry_timing_reference` is the numpy version), and per
-    channel the last one in seq order."""
+    channel the last one in seq order. The checker's parity level (after the hierarchy's)
+    keeps the bank level's window."""
+    windows = _with_parity(windows, v)
     keep = np.zeros(v.n, dtype=np.int8)
     n_cmd = int(v.cmd.max()) + 1 if v.n else 1
     cmd = np.ascontiguousarray(v.cmd, dtype=np.int64)
-    for lv in range(len(LEVELS)):
+    for lv in range(len(v.node)):
         _timing.mark_last(np.ascontiguousarray(v.node[lv], dtype=np.int64), cmd,
                           v.n_nodes(lv), n_cmd, int(windows[lv]), keep)
     return _with_channel_tails(log, gidx, v, keep.view(bool))
+
+
+def _with_parity(windows: list[int], v: LogView) -> list[int]:
+    """Per-level windows for every level of ``v`` (its parity level: the bank level's)."""
+    return list(windows) + [windows[LEVEL_INDEX["bank"]]] * (len(v.node) - len(windows))
 
 
 def _with_channel_tails(log, gidx, v: LogView, keep: np.ndarray):
@@ -141,9 +148,10 @@ def _with_channel_tails(log, gidx, v: LogView, keep: np.ndarray):
 def _carry_timing_reference(log: np.ndarray, gidx: np.ndarray, v: LogView,
                             windows: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_carry` with the per-level marks in numpy (the reference of the tests)."""
+    windows = _with_parity(windows, v)
     keep = np.zeros(v.n, dtype=bool)
     n_cmd = int(v.cmd.max()) + 1 if v.n else 1
-    for lv in range(len(LEVELS)):
+    for lv in range(len(v.node)):
         window = windows[lv]
         node = v.node[lv]
         sel = np.flatnonzero(node >= 0)

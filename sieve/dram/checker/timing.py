@@ -19,12 +19,12 @@ Written independently of the engine's hot loop; the only shared input is the spe
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, stable_order
-from sieve.dram.commands import COMMANDS, LEVEL_INDEX, LEVELS
+from sieve.dram.checker.core import PARITY_LEVEL, Collector, LogView, stable_order
+from sieve.dram.commands import COMMAND_INDEX, COMMANDS, LEVEL_INDEX, LEVELS, PARITY_COMMANDS
 from sieve.dram.constraints import ResolvedConstraint
 from sieve.dram.spec import DramSpec, DramTiming
 
@@ -44,6 +44,10 @@ _GENERIC = {"nCL", "nCWL", "nBL"}
 #: Timing fields that exist only for PIM specs (those with a default in DramTiming).
 _PIM_TIMINGS = {f.name for f in fields(DramTiming) if f.default is not MISSING}
 _QUALIFIED = re.compile(r"^(RCD|CCD|RRD|WTR|RFC)(RD|WR|S|L|R|pb)$")
+_PARITY = {COMMAND_INDEX[n] for n in PARITY_COMMANDS}
+_BANK = LEVEL_INDEX["bank"]
+#: Level names for messages (the hierarchy's, then the checker's parity level).
+_LEVEL_NAMES = (*LEVELS, "bank parity")
 
 
 def constraint_family(source: str) -> str:
@@ -83,16 +87,21 @@ def constraint_text(r: ResolvedConstraint) -> str:
         extra += f", window {r.window}"
     if r.sibling:
         extra += f", other {LEVELS[r.level]} of the same {LEVELS[r.level - 1]}"
-    return (f"{LEVELS[r.level]} {COMMANDS[r.preceding].name}->{COMMANDS[r.following].name} "
+    return (f"{_LEVEL_NAMES[r.level]} {COMMANDS[r.preceding].name}->"
+            f"{COMMANDS[r.following].name} "
             f"{r.source} ({r.latency} ticks{extra})")
 
 
 def _applicable_rows(spec: DramSpec) -> list[ResolvedConstraint]:
-    """Resolved rows whose level both commands reach, without exact duplicates."""
+    """Resolved rows whose level both commands reach, without exact duplicates. A bank-level
+    row with a bank-parity command on either side holds at every bank of that command's
+    parity: it is checked at the parity level (same PC and parity) instead."""
     seen, rows = set(), []
     for r in spec.resolved_constraints():
         if _SCOPE[r.preceding] < r.level or _SCOPE[r.following] < r.level:
             continue
+        if r.level == _BANK and (r.preceding in _PARITY or r.following in _PARITY):
+            r = replace(r, level=PARITY_LEVEL)
         key = (r.level, r.preceding, r.following, r.latency, r.window, r.sibling, r.source)
         if key not in seen:
             seen.add(key)
@@ -138,7 +147,7 @@ def check_timing(spec: DramSpec, v: LogView, out: Collector) -> None:
             np.array([r.latency for r in srt], dtype=np.int64),
             np.array([r.window for r in srt], dtype=np.int64),
             np.array([bool(r.sibling) for r in srt], dtype=np.int8),
-            p_slot, v.n_nodes(lv), int(v.counts[lv]), checked)
+            p_slot, v.n_nodes(lv), 2 if lv == PARITY_LEVEL else int(v.counts[lv]), checked)
         out.n_checked_pairs += int(checked.sum())
         row, pos, prev, req = got
         if row.size == 0:
