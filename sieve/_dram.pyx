@@ -713,7 +713,20 @@ cdef class Engine:
         cdef bint opens = kind == K_OPEN
         if not opens and kind != K_CLOSE and kind != K_READ_AP and kind != K_WRITE_AP:
             return
-        if cmd == C_ACTPB or cmd == C_PREPB:
+        if scope == LV_BANK and cmd < C_ACTPB:  # (the request front end's hot case first)
+            bank_i = buf * nb + nodes[4]
+            if opens:
+                if self.open_row[bank_i] == -1:
+                    self.n_open[pc_i] += 1
+                self.open_row[bank_i] = row
+            elif self.open_row[bank_i] != -1:
+                self.open_row[bank_i] = -1
+                self.n_open[pc_i] -= 1
+            self.ab_row[pc_i] = -1
+            self.sb_row[sb_base + nodes[4] // self.banks_per_sid] = -1
+            if self.parity:
+                self.pb_row[pc_i * 2 + nodes[4] % 2] = -1
+        elif cmd == C_ACTPB or cmd == C_PREPB:
             # a bank parity: every other bank of the PC from bank 0 (even) or 1 (odd); the
             # PC's all-bank row holds when both parities hold the same row
             par = nodes[4] % 2
@@ -732,18 +745,6 @@ cdef class Engine:
             s0 = sb_base + <int64_t>nodes[1] * nsid
             for b in range(nsid):
                 self.sb_row[s0 + b] = -1
-        elif scope == LV_BANK:
-            bank_i = buf * nb + nodes[4]
-            if opens:
-                if self.open_row[bank_i] == -1:
-                    self.n_open[pc_i] += 1
-                self.open_row[bank_i] = row
-            elif self.open_row[bank_i] != -1:
-                self.open_row[bank_i] = -1
-                self.n_open[pc_i] -= 1
-            self.ab_row[pc_i] = -1
-            self.sb_row[sb_base + nodes[4] // self.banks_per_sid] = -1
-            self.pb_row[pc_i * 2 + nodes[4] % 2] = -1
         elif scope == LV_SID:
             # a PIM bundle: every bank of one SID; the PC's all-bank row holds when every SID
             # holds the same row
@@ -756,8 +757,9 @@ cdef class Engine:
                 self.open_row[first + b] = row if opens else -1
             self.sb_row[sb_base + nodes[2]] = row if opens else -1
             self.ab_row[pc_i] = -1
-            self.pb_row[pc_i * 2] = -1
-            self.pb_row[pc_i * 2 + 1] = -1
+            if self.parity:
+                self.pb_row[pc_i * 2] = -1
+                self.pb_row[pc_i * 2 + 1] = -1
             if opens and self.n_open[pc_i] == self.banks_per_pc:
                 s0 = sb_base + <int64_t>nodes[1] * nsid
                 self.ab_row[pc_i] = row
@@ -773,8 +775,9 @@ cdef class Engine:
             s0 = sb_base + <int64_t>nodes[1] * nsid
             for b in range(nsid):
                 self.sb_row[s0 + b] = row if opens else -1
-            self.pb_row[pc_i * 2] = row if opens else -1
-            self.pb_row[pc_i * 2 + 1] = row if opens else -1
+            if self.parity:  # (pb_row stays -1 on a spec without parity rows)
+                self.pb_row[pc_i * 2] = row if opens else -1
+                self.pb_row[pc_i * 2 + 1] = row if opens else -1
 
     cdef int _log(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
         cdef int64_t cap
