@@ -106,6 +106,16 @@ def test_overrides_replace_values_and_reject_unknown_or_impossible_ones():
         get_spec("hbm3-6400").override({"bus_ck.PRE": 0.25})
     with pytest.raises(ConfigError, match="unknown .*known: attacc-hbm3-pim"):
         get_spec("hbm4")
+    # bank-parity rows need PIMSimulator's PU of one even and one odd bank, one shared buffer
+    with pytest.raises(ConfigError, match="bank_parity .* needs pim.banks_per_pu 2 .*has 1"):
+        get_spec("b200-hbm3e-pim", {"pim.bank_parity": True})
+    with pytest.raises(ConfigError, match="pim.bank_parity must be true or false"):
+        get_spec("samsung-hbm2-pim", {"pim.bank_parity": "yes"})
+    with pytest.raises(ConfigError, match="bank_parity .*shared row buffer"):
+        get_spec("samsung-hbm2-pim", {"pim.dual_row_buffer": True})
+    ab = get_spec("samsung-hbm2-pim", {"pim.bank_parity": False})
+    assert ab.pim_mac_command == "MACAB" and ab.pim_row_bursts == 64
+    assert get_spec("samsung-hbm2-pim").pim_row_bursts == 32
 
 
 def test_spec_files_json_and_toml(tmp_path):
