@@ -145,6 +145,19 @@ def _drive(spec_name: str, n: int, seed: int):
                 cmd = "ACTSB"
             else:
                 cmd = "PRESB"
+        elif pim_on and roll < 0.25 and spec.pim.bank_parity:
+            # bank-parity rows: the even or odd banks of the PC, through bank 0 / 1 of BG 0
+            par = int(rng.integers(2))
+            first = (ch * o.pseudochannels + pc) * o.banks_per_pc + par
+            rows = dev.open_rows(0)[first:first + o.banks_per_pc:2]
+            a = Address(ch, pc, 0, 0, par, a.row, a.col)
+            if np.all(rows == rows[0]) and rows[0] >= 0:
+                cmd = rng.choice(["MACPB", "MACPB", "MACPB", "RDRES", "PREPB"])
+                a = a._replace(row=int(rows[0]))
+            elif np.all(rows == -1):
+                cmd = "ACTPB"
+            else:
+                cmd = "PREPB"
         elif pim_on and roll < 0.25:
             pim_open = dev.open_rows(1 if spec.pim.dual_row_buffer else 0)
             first = (ch * o.pseudochannels + pc) * o.banks_per_pc
