@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, level_counts
+from sieve.dram.checker.core import Collector, LogView, has_parity, level_counts
 from sieve.dram.checker.ramulator import read_ramulator_cmd_trace
 from sieve.dram.checker.rules import address_validity
 from sieve.dram.checker.stream import (
@@ -245,7 +245,7 @@ def _check_whole(log: np.ndarray, spec: DramSpec, max_reports: int | None,
                  check_refresh: bool, check_modes: bool) -> CheckReport:
     """Every rule over the whole (validated) log at once."""
     valid, enabled, bad_field = address_validity(log, spec)
-    view = LogView.build(log, valid, level_counts(spec))
+    view = LogView.build(log, valid, level_counts(spec), parity=has_parity(spec))
     out = Collector()
     run_rules(log, view, spec, out, enabled, bad_field, modes=check_modes,
               refresh=check_refresh)

@@ -15,8 +15,8 @@ import numpy as np
 from sieve.dram.commands import BUFFER_NORMAL, COMMANDS, LEVEL_INDEX, LEVELS
 from sieve.dram.spec import DramSpec
 
-__all__ = ["PARITY_LEVEL", "Collector", "LogView", "command_buffers", "level_counts",
-           "stable_order"]
+__all__ = ["PARITY_LEVEL", "Collector", "LogView", "command_buffers", "has_parity",
+           "level_counts", "stable_order"]
 
 _SCOPE = np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int64)
 #: The checker's extra level after the hierarchy's: a (PC, bank parity) node per bank-scope
@@ -56,6 +56,11 @@ def ordered_by(ch: np.ndarray, *keys: np.ndarray) -> np.ndarray:
         if not np.all(ok | ~same):
             return np.lexsort((*reversed(keys), ch))
     return o
+
+
+def has_parity(spec: DramSpec) -> bool:
+    """Whether the spec has bank-parity PIM rows (the checker's parity level is needed)."""
+    return spec.pim is not None and bool(spec.pim.bank_parity)
 
 
 def level_counts(spec: DramSpec) -> np.ndarray:
@@ -116,13 +121,14 @@ class LogView:
 
     @classmethod
     def build(cls, log: np.ndarray, valid: np.ndarray, counts: np.ndarray,
-              focus_from: int = 0) -> LogView:
+              focus_from: int = 0, parity: bool = False) -> LogView:
         """Sort ``log`` by (ch, tick, seq) and derive node ids (``valid`` is in log order).
 
         ``focus_from``: records before this log index are context only (the commands carried
         over from earlier chunks of a streamed log, :mod:`sieve.dram.checker.stream`): rules
         look them up as preceding commands and setters but report nothing of their own;
-        ``focus[pos]`` marks the others."""
+        ``focus[pos]`` marks the others. ``parity``: add the (PC, bank parity) level
+        (:data:`PARITY_LEVEL`; specs with bank-parity PIM rows, :func:`has_parity`)."""
         ch = log["ch"].astype(np.int64)
         tick = log["tick"].astype(np.int64)
         seq = log["seq"].astype(np.int64)
@@ -138,8 +144,9 @@ class LogView:
             if lv > 0:
                 cur = cur * counts[lv] + cols[fields[lv]]
             nodes.append(np.where(ok & (scope >= lv), cur, -1))
-        bpp = int(np.prod(counts[2:]))
-        nodes.append(np.where(nodes[-1] >= 0, nodes[1] * 2 + (nodes[-1] % bpp) % 2, -1))
+        if parity:
+            bpp = int(np.prod(counts[2:]))
+            nodes.append(np.where(nodes[-1] >= 0, nodes[1] * 2 + (nodes[-1] % bpp) % 2, -1))
         return cls(order=order, valid=ok, node=nodes, counts=counts, focus=order >= focus_from,
                    **cols)
 

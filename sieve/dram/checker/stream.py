@@ -23,7 +23,14 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from sieve.dram.checker.core import Collector, LogView, level_counts, ordered_by, stable_order
+from sieve.dram.checker.core import (
+    Collector,
+    LogView,
+    has_parity,
+    level_counts,
+    ordered_by,
+    stable_order,
+)
 from sieve.dram.checker.modes import check_modes
 from sieve.dram.checker.rules import (
     RefreshState,
@@ -176,6 +183,7 @@ def check_chunks(chunks: Iterable[np.ndarray], spec: DramSpec, *,
     :data:`LOG_DTYPE`). Raises :class:`NotStreamable` when a chunk holds a command that
     sorts before one of an earlier chunk of its channel, or whose seq is not above theirs."""
     counts = level_counts(spec)
+    parity = has_parity(spec)
     # per level the longest window of its rows (at least 1: the last setter of a bank, SID or
     # PC, the last refresh of a unit)
     windows = [1] * len(LEVELS)
@@ -210,7 +218,7 @@ def check_chunks(chunks: Iterable[np.ndarray], spec: DramSpec, *,
         log = np.concatenate([carry_log, chunk]) if carry_log.size else chunk
         gidx = np.concatenate([carry_g, base + np.arange(n, dtype=np.int64)])
         valid, enabled, bad_field = address_validity(log, spec)
-        v = LogView.build(log, valid, counts, focus_from=carry_log.size)
+        v = LogView.build(log, valid, counts, focus_from=carry_log.size, parity=parity)
         out = Collector()
         run_rules(log, v, spec, out, enabled, bad_field, modes=False,
                   refresh=check_refresh_rule, refresh_state=refresh, final=False)
@@ -221,7 +229,7 @@ def check_chunks(chunks: Iterable[np.ndarray], spec: DramSpec, *,
     if check_refresh_rule and res.n_commands:
         # the gaps from each unit's last refresh (carried) to its channel's last command
         valid, _, _ = address_validity(carry_log, spec)
-        v = LogView.build(carry_log, valid, counts, focus_from=carry_log.size)
+        v = LogView.build(carry_log, valid, counts, focus_from=carry_log.size, parity=parity)
         out = Collector()
         check_refresh(spec, v, out, refresh, final=True)
         res.absorb(out, v, carry_g)
