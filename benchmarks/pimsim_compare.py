@@ -38,8 +38,14 @@ PIMSIM_MODE_CYCLES_4096 = {"park_in": 75, "sb_to_hab": 66, "crf": 14, "hab_to_pi
 # next: even-bank tiles 341 CK (838 -> 1179: bank 1's register row opens while bank 0 MACs,
 # 2 rows of 32 MACs), odd-bank tiles 388 CK (6737 -> 7125: bank 1's MAC row closed and
 # reopened around the writes); last MAC to the next tile's first MAC: 62 / 110 CK
+# (re-read 2026-12-05 from a fresh build of the same commit: last MAC -> next tile's first MAC
+# is 62 on even-bank tiles, 109 on odd-bank ones, 97 from the last even tile to the first odd
+# one; each of the 3 refreshes of rank 0 inside the body adds 364 CK to its tile: the REF
+# issues 1 CK after the PRE that closes the row, CommandQueue::isIssuable(REF) being true
+# without tRP, then tRFC 350)
 PIMSIM_BODY_CYCLES_4096 = {"grf_b": 55, "tile_even": 341, "tile_odd": 388,
-                           "gap_even": 62, "gap_odd": 110}
+                           "gap_even": 62, "gap_odd": 109, "gap_transition": 97,
+                           "refresh_extra": 364}
 
 
 #: The layouts compared: (column label, gemv_layout keywords). PIMSimulator's own is the last:
@@ -101,6 +107,14 @@ def main() -> None:
           f"{p['tile_odd']} odd bank | {med(tile['even'])} even / {med(tile['odd'])} odd |")
     print(f"| last MAC -> next tile's first MAC | {p['gap_even']} / {p['gap_odd']} | "
           f"{med(gap['even'])} / {med(gap['odd'])} |")
+    if spec.pim.bank_parity and ne < k.n_chunks:
+        print(f"| last even tile's last MAC -> first odd tile's first MAC | "
+              f"{p['gap_transition']} | {starts[ne] - ends[ne - 1]} |")
+    # a tile with a refresh in it, over the median tile of its parity
+    extra = [int(d - np.median(tile[par])) for par in ("even", "odd") for d in tile[par]
+             if d > 1.5 * np.median(tile[par])]
+    print(f"| a refresh inside a tile, extra time | {p['refresh_extra']} each (3) | "
+          f"{', '.join(map(str, extra))} |")
     print(f"| grf_b (GRF_B -> bank, 8 WRs) | {p['grf_b']} | {o['grf_b']:.1f} |")
 
 

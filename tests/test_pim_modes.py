@@ -322,7 +322,7 @@ def test_grf_a_writes_at_chunk_boundaries_hand_computed():
     the last MAC), open the register row (tRP), write tCCD_L apart (tRCDWR), close it (PREA,
     tWR) and reopen the next MAC row (tRP, then tRCDRD to the first MAC): on this preset 109
     CK from the last MAC of a chunk to the first of the next, PIMSimulator's odd-bank tiles'
-    110 CK (docs/validation.md). All-bank rows (ACTAB); the parity rows' tiles below."""
+    109 CK (docs/validation.md). All-bank rows (ACTAB); the parity rows' tiles below."""
     spec = get_spec(SAMSUNG, AB)
     t = spec.timing
     a = spec.bus_ticks("ACT") - 1
@@ -385,6 +385,10 @@ def test_bank_parity_tiles_hand_computed():
     for c in range(5):
         assert macs[64 * c + 32] - macs[64 * c + 31] == switch
     assert [macs[64 * c] - macs[64 * c - 1] for c in (1, 2, 4)] == [even, even, odd]
+    # last even chunk -> first odd one: the writes to the open register row, then its PRE
+    # and the odd row's ACTPB: 97 CK, as in PIMSimulator's trace
+    turn = t.nRTW + 7 * t.nCCDL + wr + (t.nRP - a) + (t.nRCDRD + a)
+    assert macs[64 * 3] - macs[64 * 3 - 1] == turn == 97
     tile = 62 * t.nCCDAB + switch
     assert (tile + even, tile + odd) == (341, 388)
     # between two even chunks: the writes to the open register row, PREPB / ACTPB between them
