@@ -125,6 +125,9 @@ cdef class Engine:
                                         # else one per SID (ACTSB / MACSB / PRESB)
     cdef bint parity                    # pim.bank_parity: ACTPB / MACPB / PREPB act on the
                                         # banks of one parity (bank index bit 0) of a PC
+    cdef int8_t par_max[N_COMMANDS]     # per command, bool: a bank-parity command that a
+                                        # per-bank command binds at the bank level (its
+                                        # earliest tick: the latest over the parity's banks)
     cdef int banks_per_ch               # banks of one channel
     cdef int n_rows                     # rows per bank
     cdef int n_cols                     # burst columns per row

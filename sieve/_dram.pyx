@@ -235,6 +235,21 @@ cdef class Engine:
             self.rows[k].nxt = self.cons_next[k]
             self.rows[k].win = <int16_t>self.cons_win[k]
             self.rows[k].sib = <int16_t>self.cons_sib[k]
+        # bank-parity commands: which of them a per-bank command binds at the bank level
+        # (their earliest tick is then the latest over the parity's banks; otherwise only
+        # parity commands bind them there, which fold into every bank of the parity alike,
+        # so the bank they are addressed through has it); their own bank rows must be plain
+        # (window 1, no sibling) for the fold into the parity's other banks
+        for c in range(N_COMMANDS):
+            self.par_max[c] = 0
+        for c in range(N_COMMANDS):
+            key = LV_BANK * self.n_cmd + c
+            for k in range(self.cons_ptr[key], self.cons_ptr[key + 1]):
+                if c < C_ACTPB and self.cons_next[k] >= C_ACTPB:
+                    self.par_max[self.cons_next[k]] = 1
+                if c >= C_ACTPB and (self.cons_win[k] > 1 or self.cons_sib[k]):
+                    raise ValueError("Engine: a bank-parity command's bank-level rows must "
+                                     "have window 1 and no sibling")
         cdef int64_t off = 0, hoff = 0
         for l in range(N_LEVELS):
             self.n_slots[l] = int(n_slots[l])
@@ -639,7 +654,7 @@ cdef class Engine:
             v = self.ready[self.lvl_off[l] + <int64_t>nodes[l] * self.n_cmd + cmd]
             if v > e:
                 e = v
-        if cmd >= C_ACTPB:  # a parity command: every bank of its parity
+        if cmd >= C_ACTPB and self.par_max[cmd]:  # a parity command: every bank of its parity
             first = <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
             for b in range(first, first + self.banks_per_pc, 2):
                 v = self.ready[self.lvl_off[LV_BANK] + b * self.n_cmd + cmd]
@@ -874,16 +889,29 @@ cdef class Engine:
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
         """Record `cmd` at `clk`: fold its constraint rows into `ready`, update bank state."""
         cdef int scope = self.cmd_scope[cmd]
-        cdef int l
-        cdef int64_t b, first
+        cdef int l, key
+        cdef int32_t k, k0, k1
+        cdef int64_t b, first, base, idx, nready = self.ready.shape[0]
+        cdef int64_t* R = &self.ready[0]
         for l in range(scope + 1):
             self._fold(l, nodes[l], cmd, clk)
         if cmd >= C_ACTPB:
-            # a parity command: its bank-level rows hold at every bank of its parity
-            first = <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
-            for b in range(first, first + self.banks_per_pc, 2):
-                if b != nodes[4]:
-                    self._fold(LV_BANK, b, cmd, clk)
+            # a parity command: its bank-level rows (plain: checked at construction) hold at
+            # every bank of its parity
+            key = LV_BANK * self.n_cmd + cmd
+            k0 = self.cons_ptr[key]
+            k1 = self.cons_ptr[key + 1]
+            if k1 > k0:
+                first = <int64_t>nodes[1] * self.banks_per_pc + nodes[4] % 2
+                for b in range(first, first + self.banks_per_pc, 2):
+                    if b == nodes[4]:
+                        continue
+                    base = self.lvl_off[LV_BANK] + b * self.n_cmd
+                    for k in range(k0, k1):
+                        SIEVE_CHECK_INDEX(k, self.n_rows_total)
+                        idx = base + self.rows[k].nxt
+                        SIEVE_CHECK_INDEX(idx, nready)
+                        R[idx] = _max(R[idx], clk + self.rows[k].lat)
         self._apply_state(cmd, nodes, row)
         self.cmd_count[cmd] += 1
         if self.log_on:
