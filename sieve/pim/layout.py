@@ -160,20 +160,17 @@ def _build(spec: DramSpec, out_rows: int, in_cols: int, n_vectors: int, n_pcs: i
     # (Samsung's GRF_B, added up by the host: PIMSimulator GEMV + Burst::fp16AdderTree)
     partials = 1 if p.adder_tree else p.lanes
     n_res = math.ceil(rows_pc * partials * out_bytes / o.access_bytes)
+    kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
+                        rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
+                        base_row=base_row, gap_ns=gap_ns, vectors_per_pass=vpp)
     # + the row after the weights that an "hbm-pim" protocol writes GRF_B to; bundled rows
     # are striped over the bundles, parity rows split over the two parities
-    if p.bank_parity:
-        dram_rows = -(-n_chunks // 2) * rows_per_chunk
-    else:
-        dram_rows = -(-(n_chunks * rows_per_chunk) // p.bundles)
+    dram_rows = kernel.dram_rows(p.bundles, p.bank_parity)
     if base_row + dram_rows + result_rows(spec) > o.rows:
         raise ConfigError(
             f"GEMV lowering: a {out_rows} x {in_cols} matrix on {n_pcs} PCs with {col_groups} "
             f"column group(s) needs {dram_rows} rows of every bank from row "
             f"{base_row}; a bank of {spec.name} has {o.rows} rows")
-    kernel = GemvKernel(n_vectors=n_vectors, n_chunks=n_chunks, gw_per_chunk=segs_chunk,
-                        rows_per_chunk=rows_per_chunk, macs_per_row=macs_per_row, n_res=n_res,
-                        base_row=base_row, gap_ns=gap_ns, vectors_per_pass=vpp)
     padded = n_pcs * pus * n_chunks * rows_per_chunk * macs_per_row * o.access_bytes
     return GemvLayout(
         kernel=kernel, out_rows=out_rows, in_cols=in_cols, n_pcs=n_pcs,
