@@ -4,8 +4,10 @@ The PIMSimulator numbers are not computed here: they are the cycle counts its ow
 printed (``PIMBenchFixture``: ``executeGemv`` + ``runPIM`` on ``system_hbm_64ch.ini``, 64 pCH,
 1 GHz; no result read-back in the count), built from SAITPublic/PIMSimulator@b464dde
 (``scons``; gcc 12 needed ``#include <iterator>`` in lib/npy.h) with one local gtest case
-that takes the shape from the environment. docs/validation.md (*PIM mode protocol against
-PIMSimulator*) gives the commands and the per-phase trace of one channel.
+that takes the shape from the environment (benchmarks/pimsim_build.sh builds it so;
+benchmarks/pimsim_trace.py runs a shape and prints its cycles and channel 0's tiles).
+docs/validation.md (*PIM mode protocol against PIMSimulator*) gives the commands and the
+per-phase trace of one channel.
 
 Run: ``PYTHONPATH=. python benchmarks/pimsim_compare.py``
 """
