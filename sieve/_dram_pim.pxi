@@ -95,6 +95,13 @@ cdef enum:
     IDLE_CLOSED = 1  # a PC closes its PIM row when its stream ends; idle PCs refresh on schedule
 
 
+cdef inline int64_t _even_chunks(int64_t n_chunks) noexcept nogil:
+    """Bank-parity rows: the chunks of a kernel in the even banks, ceil(n / 2) (the first a
+    pass visits; the rest are in the odd banks), also the rows-per-chunk multiples of weights
+    each bank holds."""
+    return (n_chunks + 1) // 2
+
+
 cdef class _PimRun:
     """The state of one run_pim call (streams, barriers, outputs) and its nogil steps.
 
@@ -272,7 +279,7 @@ cdef class _PimRun:
             return st[S_ROW]
         kr = self._k(s[P_SLOT])
         if self.parity:  # the even chunks' rows (as many as the odd ones', or one more)
-            return kr[K_BASE] + (kr[K_NCHUNK] + 1) // 2 * kr[K_ROWS]
+            return kr[K_BASE] + _even_chunks(kr[K_NCHUNK]) * kr[K_ROWS]
         return kr[K_BASE] + kr[K_NCHUNK] * kr[K_ROWS]
 
     cdef inline int _seq_cmd(self, int64_t q, int64_t* s) noexcept nogil:
@@ -371,7 +378,7 @@ cdef class _PimRun:
         The first ceil(n/2) chunks a kernel visits are in the even banks, the rest in the odd
         ones (PIMSimulator executeGemv: the even input tiles, then the odd ones; preloadGemv
         lays tile i in bank i % 2), each chunk K_ROWS rows from K_BASE + m * K_ROWS."""
-        cdef int64_t ne = (kr[K_NCHUNK] + 1) // 2
+        cdef int64_t ne = _even_chunks(kr[K_NCHUNK])
         if k < ne:
             m[0] = k
             return 0
@@ -428,7 +435,7 @@ cdef class _PimRun:
         if kr[K_ROWS] == 0 or kr[K_MACS] == 0:
             return -1
         if ((ph == PH_SEQ and s[P_SQ] == SEQ_GRFB)
-                or ((ph == PH_GW or ph == PH_ROW) and s[P_K] >= (kr[K_NCHUNK] + 1) // 2)):
+                or ((ph == PH_GW or ph == PH_ROW) and s[P_K] >= _even_chunks(kr[K_NCHUNK]))):
             SIEVE_CHECK_INDEX(q * 2, self.eng.n_nodes[1] * 2)
             if self.pim_pb_row_p[q * 2] >= 0:
                 s[P_PSID] = 0
@@ -984,7 +991,7 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
             raise ValueError(f"run_pim: kernel {row}: vectors_per_pass must be in "
                              f"[1, {MAX_VPP}]")
         # bundled rows: striped over the bundles; parity rows: the even chunks' in each bank
-        used = ((nchunk + 1) // 2) * rows if eng.parity else -(-(nchunk * rows) // eng.n_bund)
+        used = _even_chunks(nchunk) * rows if eng.parity else -(-(nchunk * rows) // eng.n_bund)
         if rows and macs and base + used > eng.n_rows:
             raise ValueError(f"run_pim: kernel {row} needs rows {base}..{base + used - 1}"
                              f" of a bank with {eng.n_rows} rows")
@@ -1114,7 +1121,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     steps, seq_ptr, overhead = _check_modes(eng, steps, seq_ptr, overhead, n_pcs)
     if np.any(steps[:seq_ptr[N_SEQ], S_ROW] == ROW_AFTER_W):
         for row in np.asarray(kernels).tolist():  # the row after the weights must exist
-            weights = ((row[K_NCHUNK] + 1) // 2 if eng.parity else row[K_NCHUNK]) * row[K_ROWS]
+            weights = (_even_chunks(row[K_NCHUNK]) if eng.parity else row[K_NCHUNK]) * row[K_ROWS]
             if (row[K_GW] or (row[K_ROWS] and row[K_MACS]) or row[K_NRES]) and (
                     row[K_BASE] + weights >= eng.n_rows):
                 raise ValueError(f"run_pim: kernel {row}: the mode protocol writes the row "
