@@ -118,6 +118,13 @@ ROUTE_ENTRY_BYTES = 8
 ESTIMATORS = ("achievable", "roofline", "precise")
 #: Execution modes (StepOptions.overlap): "none", or "tbo" (two-batch overlap).
 OVERLAP_MODES = ("none", "tbo")
+#: How a decision's look ahead (two-batch overlap) guesses the split of the other micro-batch's
+#: decision on the same GPU when the look reaches it: "threshold" (every expert with at least as
+#: many tokens as this split's fewest-token GPU expert on the GPU) and "count" (as many of its
+#: most popular experts on the GPU as this split has). That decision will take the split its own
+#: look rates best against the same watched tasks, so the rating is the lower of the looks under
+#: the two guesses (docs/schedulers.md, "The other micro-batch's answer").
+STAND_INS = ("threshold", "count")
 #: EMA weight of observed attention times (the same choice as the expert table,
 #: sieve.sched.estimator.DEFAULT_ALPHA).
 _ATTN_ALPHA = 0.25
@@ -939,24 +946,31 @@ class _Builder:
                    local: np.ndarray, join: Task, disp: list[Task]):
         """Two-batch overlap: ``f(on_pim)``, a split of this decision rated by the schedule's
         look ahead (:meth:`Schedule.lookahead`) from here to the next decisions of both
-        micro-batches on this GPU, the later one's start in ns from this decision's end
+        micro-batches on this GPU and, under expert parallelism, the next layer's dispatches
+        of both micro-batches, the latest of their starts in ns from this decision's end
         (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
         sampled layer has no decision. In the look: this split's expert tasks at its
         estimator's costs (:func:`sieve.sched.cp.split_cost`); every decision reached before
-        the watched ones splits its experts at its own GPU's estimator: the other
-        micro-batch's on this GPU at this split's threshold (the fewest tokens an expert on
-        the GPU has here: every expert with as many on the GPU, the rest on PIM), another
-        GPU's (expert parallelism) with as many of its most popular experts on its GPU as
-        this split has (:func:`sieve.sched.cp.prefix_split`: a GPU expert's cost is mostly
-        its weight stream, the same for every GPU, where a threshold in tokens means a
-        different number of experts on each GPU); attention not run yet at its GPU's
-        observed EMA, PIM experts decided and not run at their GPU's cost table (read when
-        a look first asks); every other task as built."""
+        the watched ones splits its experts at its own GPU's estimator: another GPU's (expert
+        parallelism) with as many of its most popular experts on its GPU as this split has
+        (:func:`sieve.sched.cp.prefix_split`: a GPU expert's cost is mostly its weight
+        stream, the same for every GPU, where a threshold in tokens means a different number
+        of experts on each GPU); the other micro-batch's on this GPU, which will itself take
+        the split its own look rates best against the same watched tasks, by the better of
+        two guesses at that answer (:data:`STAND_INS`): this split's threshold (the fewest
+        tokens an expert on the GPU has here: every expert with as many on the GPU, the rest
+        on PIM) and as many of its most popular experts as this split has (the rating is
+        the lower of the two looks; one look where none reaches that decision); attention
+        not run yet at its GPU's observed EMA, PIM experts decided and not run at their GPU's
+        cost table (read when a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
         watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
         if not watch or any(w is None for w in watch):
             return None
+        if not self.tp:  # the next layer's collectives (docs/schedulers.md)
+            watch += [t for m in (mb, 1 - mb) for t in self.link_tasks.get((nxt, m), ())
+                      if t.name == "dispatch"]
         t0 = task.end_ns
         lt_of = self.model.layer_types
 
@@ -993,33 +1007,47 @@ class _Builder:
             thr = float(local[gpu].min()) if gpu.any() else np.inf
             n_gpu = int(gpu.sum())
 
-            def expand(t: Task, add) -> None:
-                d = self.deciders.get(id(t))
-                if d is None:
-                    return
-                gx, cx, jx, dx, ox = d
-                # the other micro-batch here: this split's threshold; another GPU (EP): as
-                # many of its most popular experts on its GPU as this split has (docstring)
-                op = ~(cx >= thr) if gx == g else prefix_split(cx, n_gpu, ox)
-                experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
+            reached = []  # whether the look reached this GPU's other decision
 
-            extra: list[Task] = []
-            rel: list[tuple[Task, list[Task]]] = []
+            def look(stand_in: str) -> float:
+                def expand(t: Task, add) -> None:
+                    d = self.deciders.get(id(t))
+                    if d is None:
+                        return
+                    gx, cx, jx, dx, ox = d
+                    # another GPU (EP): as many of its most popular experts on its GPU as
+                    # this split has; the other micro-batch here: by `stand_in` (docstring)
+                    if gx != g or stand_in == "count":
+                        op = prefix_split(cx, n_gpu, ox)
+                    else:
+                        op = ~(cx >= thr)
+                    if gx == g:
+                        reached.append(True)
+                    experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
 
-            def add(t: Task, deps=None) -> None:
-                if deps is None:
-                    extra.append(t)
-                else:
-                    rel.append((t, deps))
+                extra: list[Task] = []
+                rel: list[tuple[Task, list[Task]]] = []
 
-            experts(g, task, local, on_pim, join, disp, task.priority, add, st.estimators[g])
-            out = sched.lookahead(extra, watch, dur, expand, release=rel)
-            if any(id(w) not in out for w in watch):
-                return np.inf
-            if enabled():
-                count("look_placements", sched.look_placed)
-                count("looks", 1)
-            return max(out[id(w)] for w in watch) - t0
+                def add(t: Task, deps=None) -> None:
+                    if deps is None:
+                        extra.append(t)
+                    else:
+                        rel.append((t, deps))
+
+                experts(g, task, local, on_pim, join, disp, task.priority, add,
+                        st.estimators[g])
+                out = sched.lookahead(extra, watch, dur, expand, release=rel)
+                if enabled():
+                    count("look_placements", sched.look_placed)
+                    count("looks", 1)
+                if any(id(w) not in out for w in watch):
+                    return np.inf
+                return max(out[id(w)] for w in watch) - t0
+
+            r = look(STAND_INS[0])
+            if reached:  # the other micro-batch decides in the look: its other stand-in
+                r = min([r] + [look(x) for x in STAND_INS[1:]])
+            return r
 
         return rate
 
