@@ -82,11 +82,14 @@ Under two-batch overlap the step also gives the decision a look ahead
 (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``): its own list schedule
 (:meth:`sieve.system.dag.Schedule.lookahead`) continued from the decision, with this split's
 expert tasks at the estimator's costs (:func:`split_cost`), until both micro-batches on this
-GPU have reached their next decision; the later of the two is the split's rating (the pair's
-progress, one layer of each). Decisions the look reaches before those stand in for the
-rated split: the other micro-batch's of this layer on this GPU splits its experts at this
-split's threshold, another GPU's (expert parallelism) puts as many of its most popular
-experts on its GPU as this split has (:func:`prefix_split`). The scan runs as above; the look
+GPU have reached their next decision and, under expert parallelism, both have started the next
+layer's dispatch; the last of those starts is the split's rating (the pair's progress, one
+layer of each). Decisions the look reaches before those stand in for the rated split: another
+GPU's (expert parallelism) puts as many of its most popular experts on its GPU as this split
+has (:func:`prefix_split`); the other micro-batch's of this layer on this GPU is guessed two
+ways, at this split's threshold and with as many of its most popular experts as this split,
+and the lower of the two looks is the rating (that decision will take what its own look rates
+best; :data:`sieve.system.step.STAND_INS`). The scan runs as above; the look
 then rates its split and other prefixes of the same order (:func:`look_prefixes`: all on PIM,
 all on the GPU, 1, 2, 4, ... experts on the GPU, the scan's neighbours), then steps one expert
 at a time from the best of those while the rating falls, and the best rated is taken (ties:

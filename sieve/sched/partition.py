@@ -132,10 +132,11 @@ class LayerLoad:
             outside a step: PIM free after ``pim_busy_ns``, everything else at once).
         lookahead: two-batch overlap: ``f(on_pim) -> ns or None``, a split rated by the
             step's list schedule of both micro-batches from the decision to their next
-            decisions (when the later of the two starts, ns from the decision's end; the
-            other micro-batch's undecided splits taken as this one's threshold; the step's
-            lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside two-batch
-            overlap, or where no next decision follows.
+            decisions and, under expert parallelism, their next dispatches (when the last of
+            those starts, ns from the decision's end; undecided splits by stand-ins, the
+            other micro-batch's on this GPU guessed two ways and the lower rating kept; the
+            step's lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside
+            two-batch overlap, or where no next decision follows.
     """
 
     counts: np.ndarray

@@ -1019,8 +1019,11 @@ class _Builder:
                     # this split has; the other micro-batch here: by `stand_in` (docstring)
                     if gx != g or stand_in == "count":
                         op = prefix_split(cx, n_gpu, ox)
-                    else:
+                    elif stand_in == "threshold":
                         op = ~(cx >= thr)
+                    else:
+                        raise ConfigError(f"step: look stand-in {stand_in!r} unknown (known: "
+                                          "threshold, count)")
                     if gx == g:
                         reached.append(True)
                     experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
