@@ -986,8 +986,8 @@ class _Builder:
                 x = self.pim_est[id(t)] = split_cost(est, part.counts, part.on_pim)[2]
             return x
 
-        def experts(gx, dec, counts, on_pim, jn, dsp, prio, add, est):
-            h, c, p = split_cost(est, counts, on_pim)
+        def experts(gx, dec, cost, jn, dsp, prio, add):
+            h, c, p = cost  # split_cost's (HBM stream, compute rest, PIM)
             ends = []
             if h + c > 0:
                 ld = Task("experts_gpu_load", (f"hbm{gx}",), h, deps=[dec], priority=prio)
@@ -1008,6 +1008,7 @@ class _Builder:
             n_gpu = int(gpu.sum())
 
             reached = []  # whether the look reached this GPU's other decision
+            own = split_cost(st.estimators[g], local, on_pim)  # this split's, for every look
 
             def look(stand_in: str) -> float:
                 def expand(t: Task, add) -> None:
@@ -1026,7 +1027,8 @@ class _Builder:
                                           "threshold, count)")
                     if gx == g:
                         reached.append(True)
-                    experts(gx, t, cx, op, jx, dx, t.priority, add, st.estimators[gx])
+                    experts(gx, t, split_cost(st.estimators[gx], cx, op), jx, dx, t.priority,
+                            add)
 
                 extra: list[Task] = []
                 rel: list[tuple[Task, list[Task]]] = []
@@ -1037,8 +1039,7 @@ class _Builder:
                     else:
                         rel.append((t, deps))
 
-                experts(g, task, local, on_pim, join, disp, task.priority, add,
-                        st.estimators[g])
+                experts(g, task, own, join, disp, task.priority, add)
                 out = sched.lookahead(extra, watch, dur, expand, release=rel)
                 if enabled():
                     count("look_placements", sched.look_placed)
