@@ -259,16 +259,15 @@ def test_tbo_splits_steady_state_window():
         mod.steady_state(step, parts, a, a + 1 if a + 1 not in at else b + 1)
 
 
-def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None,
-             start=None):
+def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None):
     """Run `steps` steps of `model` under two-batch overlap with `spy(load, est)` as the
-    method (8 sampled layers; ``before_step()`` called before each; ``start``: the method's
-    starting split, which lets it skip decisions); the last step's builder."""
+    method (8 sampled layers; ``before_step()`` called before each); the last step's
+    builder."""
     from sieve.sched import methods as registry
     from sieve.sched.methods import Method
 
     m, s = get_model(model), hw.get_system(system)
-    registry.SCHEDULERS["spy"] = Method("spy", spy, start=start)
+    registry.SCHEDULERS["spy"] = Method("spy", spy)
     try:
         state = SystemState(m, s, StepOptions(method="spy", overlap="tbo", microbatches=2,
                                               layers=8, parallel=parallel))
@@ -448,55 +447,3 @@ def test_sieve_cp_under_tbo_and_ep_watches_the_next_layers_collectives():
     allexp = simulate_run(RunConfig(method="allexp", **kw)).row["throughput_tok_s_gpu"]
     cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
     assert cp >= 0.99 * allexp
-
-
-def test_sieve_cp_under_tbo_weighs_a_skip_against_not_deciding():
-    """Qwen3-30B-A3B HH-RLHF B=32 on one B200 with NeuPIMs' PIM under two-batch overlap (held
-    out of every choice made for the look): sieve-cp within 1 % of the seed's Sieve
-    (0.996x). Its skip rule (sieve.sched.amortize) weighed what a decision saved by the look
-    (all on PIM rated after the decision) against the decision's whole time, which the other
-    micro-batch's work mostly hides: the second micro-batch's decisions saved ~2.5 us on a
-    4.7 us decision, were skipped, and their layers ran all on PIM: 0.947x. The saving is
-    now weighed against the starting split rated as if the decision had not been made
-    (LayerLoad.lookahead_start; docs/schedulers.md, *Decisions that do not pay*)."""
-    kw = dict(model="qwen3-30b-a3b", system="1xb200", batch=32, steps=1, warmup=1, layers=8,
-              overlap="tbo", workload="hh-rlhf",
-              system_overrides=(("memory", "neupims-hbm2-pim"),))
-    seed = simulate_run(RunConfig(method="sieve", **kw)).row["throughput_tok_s_gpu"]
-    cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
-    assert cp >= 0.99 * seed
-
-
-@pytest.mark.parametrize("start, given", ((True, True), (False, False)))
-def test_the_look_rates_not_deciding_only_for_a_method_that_skips(start, given):
-    """Under two-batch overlap a method with a starting split (it may skip decisions) gets
-    LayerLoad.lookahead_start: the starting split rated with this decision's time off the
-    GPU lane, plus that time; it is at most the same split's rating after the decision plus
-    that time, up to list-scheduling anomalies (none here). A method without one gets none."""
-    from sieve.sched.cp import sieve_cp, sieve_cp_start
-    from sieve.system.step import DEFAULT_SCHEDULER_EXPERTS, DEFAULT_SCHEDULER_NS
-
-    rows = []
-
-    def spy(load, est):
-        if load.lookahead is not None:
-            if load.lookahead_start is None:
-                rows.append(None)
-            else:
-                cost = DEFAULT_SCHEDULER_NS * np.count_nonzero(load.counts) \
-                    / DEFAULT_SCHEDULER_EXPERTS
-                rows.append((load.lookahead_start(), load.lookahead(load.counts > 0), cost))
-        return sieve_cp(load, est)
-
-    _spy_run(spy, "qwen3-30b-a3b", "1xb200", 16, "math-500", "tp", steps=2,
-             start=sieve_cp_start if start else None)
-    assert rows
-    if not given:
-        assert all(r is None for r in rows)
-        return
-    assert all(r is not None for r in rows)
-    # how much of the decision's time shows in the rating: none to all of it
-    shows = [after - (und - cost) for und, after, cost in rows]
-    assert all(-1e-6 <= x <= cost + 1e-6 for x, (_, _, cost) in zip(shows, rows))
-    assert any(x < cost - 1.0 for x, (_, _, cost) in zip(shows, rows))  # some of it hidden
-    assert any(x > 1.0 for x in shows)  # and some of it shows

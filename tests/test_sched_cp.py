@@ -174,20 +174,6 @@ def test_the_look_picks_the_best_rated_prefix(counts, ratings, observe):
         assert p.est_gain_ns == pytest.approx(ratings[0] - ratings[j])
     else:
         assert p.est_gain_ns is None
-    # with the starting split rated as if not decided (LayerLoad.lookahead_start): the same
-    # split, the saving against that rating (a skip follows when deciding did not pay)
-    started = []
-
-    def start():
-        started.append(True)
-        return ratings[0] - 7.0
-
-    q = sieve_cp(LayerLoad(counts, est.shape, lookahead=look, lookahead_start=start), est)
-    assert np.array_equal(q.on_pim, p.on_pim) and started == [True]
-    if observe:
-        assert q.est_gain_ns == pytest.approx(ratings[0] - 7.0 - ratings[j])
-    else:
-        assert q.est_gain_ns is None
     none = sieve_cp(LayerLoad(counts, est.shape, lookahead=lambda m: None), est)
     assert np.array_equal(none.on_pim, scan.on_pim)
     asked.clear()  # the ablation never looks
@@ -503,10 +489,6 @@ def test_layer_timing_is_checked():
                     other_rest_ns=1.0, other_attn_on_pim=1)
     with pytest.raises(ConfigError, match="timing must be a LayerTiming"):
         LayerLoad(np.array([1]), expert_shape(MODEL), timing=(0, 0, 0, 0))
-    with pytest.raises(ConfigError, match="lookahead must be a callable"):
-        LayerLoad(np.array([1]), expert_shape(MODEL), lookahead=1.0)
-    with pytest.raises(ConfigError, match="lookahead_start must be a callable"):
-        LayerLoad(np.array([1]), expert_shape(MODEL), lookahead_start=1.0)
 
 
 def _run(method: str, batch: int, model: str = "qwen3-30b-a3b", system: str = "1xb200",

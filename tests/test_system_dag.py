@@ -304,69 +304,6 @@ def test_lookahead_predicts_the_run_from_any_point(spec, cut):
         assert look[id(t)] == pytest.approx(t.start_ns, rel=1e-9, abs=1e-6)
 
 
-#: found by the test below: the last task to start is not the last placed (a zero-length task
-#: of a lower priority number took the PIM lane first in the run where the task was shorter)
-_MOVED = ([(("pim",), 1.0, [], 0), (("hbm",), 2.0, [], 0)] + [(("hbm",), 0.0, [], 0)] * 2
-          + [(("pim",), 1.0, [], 1)] + [(("hbm",), 0.0, [], 0)] * 9 + [(("pim",), 0.0, [], 1),
-                                                                       (("hbm",), 0.0, [0], 1),
-                                                                       (("gpu",), 1.0, [0], 0)]
-          + [(("hbm",), 0.0, [0], 1)] * 3 + [(("gpu", "pim"), 0.0, [], 0)])
-
-
-@settings(max_examples=200, deadline=None)
-@given(spec=shared_graphs(), cut=st.integers(1, 40), short=st.floats(0.0, 1.0))
-@example(spec=_MOVED, cut=15, short=0.0)
-def test_lookahead_with_a_task_moved_predicts_the_run_where_it_was_shorter(spec, cut, short):
-    """A look with a placed unary task ``moved`` to end earlier (a decision not made) gives
-    the starts a run gives from there when that task was that much shorter from the start
-    (the last one placed by the cut: nothing placed after it saw its longer end)."""
-    def build(fix=None):
-        s = Schedule(shared=("hbm",))
-        made = []
-        for i, (lanes, dur, deps, prio) in enumerate(spec):
-            made.append(s.add(Task("t", lanes, dur if fix is None or i != fix[0] else fix[1],
-                                   deps=[made[d] for d in deps], priority=prio)))
-        return s, made
-
-    s, made = build()
-    order = []  # placement order (the last placed is the one no placement has seen end)
-    place = s._place
-
-    def spy(t, start, cause):
-        order.append(t)
-        place(t, start, cause)
-
-    s._place = spy
-    s.run(until=lambda: sum(t.placed for t in made) >= cut)
-    last = order[-1]
-    if "hbm" in last.lanes:
-        return  # (a unary task on unary lanes only)
-    at = last.start_ns + short * (last.end_ns - last.start_ns)
-    look = s.lookahead([], made, dur=lambda t: t.duration, moved=[(last, at)])
-    s2, made2 = build((last.id, at - last.start_ns))
-    s2.run()
-    for t, t2 in zip(made, made2):
-        if not t.placed:
-            assert look[id(t)] == pytest.approx(t2.start_ns, rel=1e-9, abs=1e-6)
-
-
-def test_lookahead_moves_only_placed_unary_tasks():
-    s = Schedule(shared=("hbm",))
-    a = s.add(Task("a", ("gpu",), 10.0))
-    b = s.add(Task("b", ("gpu",), 5.0, deps=[a]))
-    h = s.add(Task("h", ("hbm",), 5.0))
-    s.run(until=lambda: a.placed and h.placed)
-    assert not b.placed
-    with pytest.raises(ConfigError, match="moved"):
-        s.lookahead([], [b], dur=lambda t: t.duration, moved=[(b, 0.0)])
-    with pytest.raises(ConfigError, match="moved"):
-        s.lookahead([], [b], dur=lambda t: t.duration, moved=[(h, 0.0)])
-    # never before its start: a task moved to end before it began ends at its start
-    assert s.lookahead([], [b], dur=lambda t: t.duration, moved=[(a, -5.0)])[id(b)] == 0.0
-    assert s.lookahead([], [b], dur=lambda t: t.duration, moved=[(a, 4.0)])[id(b)] == 4.0
-    assert s.lookahead([], [b], dur=lambda t: t.duration)[id(b)] == 10.0
-
-
 def test_lookahead_adds_tasks_expands_callbacks_and_stops_at_the_watched_ones():
     s = Schedule(shared=("hbm",))
     a = s.add(Task("a", ("gpu",), 10.0))

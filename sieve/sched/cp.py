@@ -492,11 +492,7 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
         if key(step) >= key(best):
             break
         best = step
-    # what deciding saved: against the starting split taken without deciding where the step
-    # rates that (a skipped decision's time off the GPU lane, its time added back: a gross
-    # saving, LayerLoad.lookahead_start), else against all on PIM after this decision
-    start = load.lookahead_start() if load.lookahead_start is not None else None
-    return prefix_split(c, best, order), (rate[0] if start is None else start) - rate[best]
+    return prefix_split(c, best, order), rate[0] - rate[best]
 
 
 def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:

@@ -137,12 +137,6 @@ class LayerLoad:
             other micro-batch's on this GPU guessed two ways and the lower rating kept; the
             step's lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside
             two-batch overlap, or where no next decision follows.
-        lookahead_start: with ``lookahead``, for a method that skips decisions
-            (:mod:`sieve.sched.amortize`): ``f() -> ns or None``, the starting split (every
-            activated expert on PIM) rated the same way had this decision not been made (its
-            time off the GPU lane) plus the decision's time, so that what a split saves
-            against it is the decision's gross saving, to be weighed against that time;
-            None where no skip can follow.
     """
 
     counts: np.ndarray
@@ -152,7 +146,6 @@ class LayerLoad:
     gpu_fixed: tuple[GpuOp, ...] = ()
     timing: LayerTiming | None = None
     lookahead: Callable[[np.ndarray], float | None] | None = None
-    lookahead_start: Callable[[], float | None] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "counts", counts_array("layer load", self.counts))
@@ -169,8 +162,6 @@ class LayerLoad:
             raise ConfigError("layer load: timing must be a LayerTiming or None")
         if self.lookahead is not None and not callable(self.lookahead):
             raise ConfigError("layer load: lookahead must be a callable or None")
-        if self.lookahead_start is not None and not callable(self.lookahead_start):
-            raise ConfigError("layer load: lookahead_start must be a callable or None")
 
     @property
     def active(self) -> np.ndarray:

@@ -311,8 +311,7 @@ class Schedule:
                   dur: Callable[[Task], float],
                   expand: Callable[[Task, Callable], None] | None = None,
                   release: Sequence[tuple[Task, Sequence[Task]]] = (),
-                  limit: int = 100_000,
-                  moved: Sequence[tuple[Task, float]] = ()) -> dict[int, float]:
+                  limit: int = 100_000) -> dict[int, float]:
         """Where the schedule would go from here, without changing it: list-schedules, by the
         rules of :meth:`run`, the tasks not placed yet together with ``extra`` (new tasks, not
         registered: they may depend on registered ones and on each other, listed after their
@@ -324,10 +323,7 @@ class Schedule:
         add)`` is called instead, and may add tasks with ``add(task)`` and release a pending
         task with ``add(task, deps)``; ``release`` holds such releases made before the look
         starts. Running sharers continue from their work left. At most ``limit``
-        placements. ``moved``: placed unary tasks taken, in the look, to end at the given time
-        instead (not before their start), each lane they were the last to hold free from then
-        (what the schedule would have done had such a task been shorter: a decision not
-        made)."""
+        placements."""
         end: dict[int, float] = {}  # id(task) -> its end in the look (ended there)
         left: dict[int, int] = {}
         succ: dict[int, list[Task]] = {}
@@ -337,15 +333,6 @@ class Schedule:
         lanes = {name: _Shadow(sh) for name, sh in self._sharing.items()}
         kind: dict[str, _Shadow | None] = {}
         ids = [len(self.tasks)]
-        for t, at in moved:
-            if not t.placed or any(self._shared_lane(x) is not None for x in t.lanes):
-                raise ConfigError(f"schedule: look: task {t.name!r} moved but not placed, "
-                                  "or on a shared lane")
-            at = max(float(at), t.start_ns)
-            end[id(t)] = at
-            for lane in t.lanes:
-                if self._lane_last.get(lane) is t:
-                    lane_free[lane] = at
 
         def shared(lane: str) -> _Shadow | None:  # as _shared_lane, on the look's copies
             try:

@@ -908,14 +908,10 @@ class _Builder:
             fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
             look = (self._lookahead(task, sched, g, layer, mb, local, join, disp)
                     if self.tbo and self.pim_mode else None)
-            start = None
-            if look is not None and st.memos is not None and cost > 0:
-                def start() -> float:  # the starting split, this decision not made
-                    return look(local > 0, undecided=True) + cost
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est),
-                             lookahead=look, lookahead_start=start)
+                             lookahead=look)
             if skip:
                 part = self.meth.start_split(load, est)
             else:
@@ -966,11 +962,7 @@ class _Builder:
         on PIM) and as many of its most popular experts as this split has (the rating is
         the lower of the two looks; one look where none reaches that decision); attention
         not run yet at its GPU's observed EMA, PIM experts decided and not run at their GPU's
-        cost table (read when a look first asks); every other task as built.
-        ``f(on_pim, undecided=True)``: the same look with this decision not made (its task
-        ending where it started, as a skipped decision's does; the rating still from its
-        end), which the skip rule weighs a decision's saving against
-        (``LayerLoad.lookahead_start``)."""
+        cost table (read when a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
         watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
@@ -1009,11 +1001,8 @@ class _Builder:
                 add(ends[-1])
             add(jn, ends or [dec])
 
-        def rate(on_pim: np.ndarray, undecided: bool = False) -> float:
+        def rate(on_pim: np.ndarray) -> float:
             on_pim = np.asarray(on_pim, dtype=bool)
-            # undecided: as if this decision had not been made (a skip: its time off the GPU
-            # lane; the rating stays from its end, as every other rating)
-            moved = [(task, task.start_ns)] if undecided else []
             gpu = (local > 0) & ~on_pim
             thr = float(local[gpu].min()) if gpu.any() else np.inf
             n_gpu = int(gpu.sum())
@@ -1051,7 +1040,7 @@ class _Builder:
                         rel.append((t, deps))
 
                 experts(g, task, own, join, disp, task.priority, add)
-                out = sched.lookahead(extra, watch, dur, expand, release=rel, moved=moved)
+                out = sched.lookahead(extra, watch, dur, expand, release=rel)
                 if enabled():
                     count("look_placements", sched.look_placed)
                     count("looks", 1)
