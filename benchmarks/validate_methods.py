@@ -9,7 +9,7 @@ Three generated sections:
   the seed's three setups (a few batch sizes);
 * ``sieve-cp``: sieve-cp against every other PIM method (NoExp, AllExp, PIMoE, Duplex, the
   seed's Sieve) at every point of ``sieve run --paper`` (both datasets, the colocated drawn and
-  stress cases), for every preset, and under two-batch overlap on the default preset;
+  stress cases), for every preset, in the sequential mode and under two-batch overlap;
 * ``sieve-cp-steady``: sieve-cp, sieve-cp-always and the seed's Sieve against AllExp over 16
   steps where a decision saves less than it costs (Qwen3-30B-A3B on one B200, B <= 8);
 * ``oracle``: sieve-cp against an oracle that simulates every split of a one-layer step with
@@ -168,7 +168,7 @@ def sieve_cp(jobs, store_dir, overlaps=("none", "tbo"), kept: str = "") -> str:
     from sieve.system.step import sampled_layers_default
 
     methods = [m for m in METHODS_MAIN if m != "gpu-only"]
-    cases = [(name, "none") for name in PRESETS] + [(PRESETS[0], "tbo")]
+    cases = [(name, overlap) for overlap in ("none", "tbo") for name in PRESETS]
     lines, worst_lines = [], []
     for name, overlap in cases:
         if overlap not in overlaps:
@@ -223,8 +223,8 @@ def sieve_cp(jobs, store_dir, overlaps=("none", "tbo"), kept: str = "") -> str:
         "### sieve-cp against every PIM method", "",
         "Every point of `sieve run --paper` (three models on their seed systems over B = 1..256 "
         "on HH-RLHF and MATH-500, Qwen3-30B-A3B's colocated batches drawn and stress; 1 "
-        "measured step after 1 warm-up, 4 sampled layers, seed 0) for every PIM preset, and "
-        "under two-batch overlap on the default preset (8 sampled layers). Ratio = sieve-cp's "
+        "measured step after 1 warm-up, 4 sampled layers, seed 0) for every PIM preset, in "
+        "the sequential mode and under two-batch overlap (8 sampled layers). Ratio = sieve-cp's "
         "throughput per GPU over the best of NoExp, AllExp, PIMoE, Duplex and the seed's Sieve "
         "at the same point (GPU-only is not a PIM method: it keeps attention on the GPU). "
         "Each case's rows come from one run; `--overlap none` or `--overlap tbo` re-runs the "
