@@ -34,8 +34,51 @@ cdef extern from *:
     #else
     #define SIEVE_CHECK_INDEX(i, n) ((void)(i), (void)(n))
     #endif
+    #include <stdint.h>
+    /* One pass over a pseudo-channel's dense candidate list (RequestRun, _rs_look): the index
+       of the candidate with the least (tick, key), where a candidate's tick is the aligned
+       maximum of the ready ticks at its SID, bank-group and bank nodes and its group's
+       channel/PC tick G[g] (M[g]: the group's alignment mask); *m_io, *mk_io: the least tick
+       and key found (start values: nothing found). The (tick, key) pair is compared as one
+       128-bit number where the compiler has one (gcc and clang on 64-bit targets): that
+       compiles to a compare and conditional moves, where the same test on two 64-bit words
+       took about 20 instructions per candidate; both give the same order (ticks and keys
+       are non-negative). The debug build (setup.py) compiles the two-word form, so the test
+       suite runs each form in one of its two builds. */
+    static inline int32_t sieve_scan(const int64_t* R, const int32_t* sid, const int32_t* bg,
+                                     const int32_t* bank, const int64_t* key,
+                                     const int32_t* grp, const int64_t* G, const int64_t* M,
+                                     int32_t n, int64_t* m_io, int64_t* mk_io) {
+        int64_t m = *m_io, mk = *mk_io;
+        int32_t mi = 0;
+        for (int32_t i = 0; i < n; i++) {
+            int g = grp[i];
+            int64_t a = R[sid[i]], b = R[bg[i]], c = R[bank[i]], d = G[g];
+            a = a > b ? a : b;
+            c = c > d ? c : d;
+            a = a > c ? a : c;
+            a = (a + M[g]) & ~M[g];
+    #if defined(__SIZEOF_INT128__) && !SIEVE_DEBUG_BUILD
+            unsigned __int128 v = ((unsigned __int128)(uint64_t)a << 64) | (uint64_t)key[i];
+            unsigned __int128 w = ((unsigned __int128)(uint64_t)m << 64) | (uint64_t)mk;
+            if (v < w) { m = a; mk = key[i]; mi = i; }
+    #else
+            int64_t msk = -(int64_t)((a < m) | ((a == m) & (key[i] < mk)));
+            m = (a & msk) | (m & ~msk);
+            mk = (key[i] & msk) | (mk & ~msk);
+            mi = (int32_t)((i & msk) | (mi & ~msk));
+    #endif
+        }
+        *m_io = m;
+        *mk_io = mk;
+        return mi;
+    }
     """
     int SIEVE_DEBUG_BUILD
+    int32_t sieve_scan(const int64_t* R, const int32_t* sid, const int32_t* bg,
+                       const int32_t* bank, const int64_t* key, const int32_t* grp,
+                       const int64_t* G, const int64_t* M, int32_t n, int64_t* m_io,
+                       int64_t* mk_io) noexcept nogil
     void SIEVE_CHECK_INDEX(int64_t i, int64_t n) noexcept nogil
 
 #: True when built with SIEVE_CYTHON_DEBUG=1 (bounds and initialisation checks on).

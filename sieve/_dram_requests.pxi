@@ -427,7 +427,7 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
     cdef const int64_t* R = &run.eng.ready[0]
     cdef int64_t pcb = run.eng.lvl_off[1] + q * run.n_cmd
     cdef int64_t o = q * run.cand_cap
-    cdef int32_t i, n, mi, id, g
+    cdef int32_t i, n, mi, id
     cdef tick_t e, m
     cdef int64_t mk
     cdef tick_t G[4]
@@ -440,7 +440,6 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
     cdef const int32_t* cand_group
     cdef int32_t nr, k
     cdef int64_t b, b0
-    cdef int64_t msk
     if run.pc_best_valid[q] and run.banks[run.pc_best_id[q] >> 2].valid:
         # the cached best stands if its tick has not moved and its bank was not marked since
         # (see the class docstring); banks marked since are rebuilt and only their
@@ -504,17 +503,9 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
     cand_group = &run.cand_group[o]
     m = T_INF
     mk = AGE_INF
-    mi = 0
-    for i in range(n):
-        g = cand_group[i]
-        e = _max(_max(R[cand_sid_off[i]], R[cand_bg_off[i]]), _max(R[cand_bank_off[i]], G[g]))
-        e = (e + M[g]) & ~M[g]
-        # FR-FCFS order (tick, key) as masks, not branches (the outcome is unpredictable, and
-        # a conditional expression compiles to a branch here)
-        msk = -<int64_t>((e < m) | ((e == m) & (cand_key[i] < mk)))
-        m = (e & msk) | (m & ~msk)
-        mk = (cand_key[i] & msk) | (mk & ~msk)
-        mi = <int32_t>((i & msk) | (mi & ~msk))
+    # FR-FCFS order (tick, key): sieve_scan (the C helper at the top of _dram.pyx)
+    mi = sieve_scan(R, cand_sid_off, cand_bg_off, cand_bank_off, cand_key, cand_group, G, M, n,
+                    &m, &mk)
     id = run.cand_id[o + mi]
     cd = &run.banks[id >> 2].cand[id & 3]
     best.tick = m
