@@ -14,7 +14,7 @@ from sieve.errors import ConfigError
 from sieve.model import get_model
 from sieve.system.run import RunConfig, simulate_run
 from sieve.system.step import StepBatch, StepOptions, SystemState, _Builder
-from sieve.workload.batch import decode_batch
+from sieve.workload.batch import colocated_batch, decode_batch
 from sieve.workload.router import PRESET_FITS, RouterShape, SyntheticRouter
 
 
@@ -259,9 +259,11 @@ def test_tbo_splits_steady_state_window():
         mod.steady_state(step, parts, a, a + 1 if a + 1 not in at else b + 1)
 
 
-def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None):
+def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None,
+             n_prefill=None):
     """Run `steps` steps of `model` under two-batch overlap with `spy(load, est)` as the
-    method (8 sampled layers; ``before_step()`` called before each); the last step's
+    method (8 sampled layers; ``before_step()`` called before each; ``n_prefill``: a
+    colocated batch with that many prefill requests, after the decode ones); the last step's
     builder."""
     from sieve.sched import methods as registry
     from sieve.sched.methods import Method
@@ -274,7 +276,8 @@ def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step
         router = SyntheticRouter(RouterShape(m.name, m.n_experts, m.top_k,
                                              tuple(m.moe_layer_ids)),
                                  PRESET_FITS["joint"].get(m.name), seed=0)
-        b = decode_batch(workload, batch, 0)
+        b = (decode_batch(workload, batch, 0) if n_prefill is None
+             else colocated_batch(workload, batch, 0, n_prefill=n_prefill))
         for step in range(steps):
             if before_step is not None:
                 before_step()
@@ -401,6 +404,64 @@ def test_the_look_rates_a_split_by_the_better_guess_at_the_other_micro_batchs_an
         assert r == min(thr, cnt)
     differ = sum(thr != cnt for _, thr, cnt in rows)
     assert 0 < differ < len(rows)  # first deciders' looks differ; second deciders' do not
+
+
+@pytest.mark.parametrize("ratio", (4.0, np.inf))
+def test_an_unlike_micro_batchs_answer_is_guessed_from_its_own_last_split(monkeypatch, ratio):
+    """Where one micro-batch holds more than OWN_RATIO times the other's token-expert pairs on
+    the GPU (a colocated batch whose prefill went to one micro-batch), the look guesses the
+    other's answer from its own last decision on the GPU (its threshold), not by mirroring
+    this split; between alike micro-batches the two mirror guesses stay (previous test).
+    Qwen3-30B-A3B HH-RLHF colocated B=16 on one B200 with one prefill request (requests go to
+    the micro-batches in turn: 8 decode tokens against 7 and a 1,024-token prompt), the warm
+    step. With the rule off (ratio inf) the decode
+    micro-batch, which decides first, rates all on PIM at milliseconds: both mirror guesses
+    then put the prefill micro-batch's ~120 experts on PIM too."""
+    import sieve.system.step as step_mod
+    from sieve.sched.cp import sieve_cp
+
+    assert step_mod.OWN_RATIO == 4.0
+    monkeypatch.setattr(step_mod, "OWN_RATIO", ratio)
+    rows, thr = [], {}
+
+    def spy(load, est):
+        p = sieve_cp(load, est)
+        c = load.counts
+        on_gpu = c[(c > 0) & ~p.on_pim]
+        thr[int(c.sum()) < 100] = float(on_gpu.min()) if on_gpu.size else np.inf
+        if load.lookahead is not None:
+            rows.append((int(c.sum()), load.lookahead(c > 0)))
+        return p
+
+    b = _spy_run(spy, "qwen3-30b-a3b", "1xb200", 16, "hh-rlhf", "tp", steps=2, n_prefill=1)
+    small = [r for r in rows if r[0] < 100]  # the decode micro-batch (8 tokens, top-8)
+    large = [r for r in rows if r[0] > 1000]  # the one with the prefill (1,031 tokens)
+    assert len(small) >= 8 and len(large) >= 8 and len(small) + len(large) == len(rows)
+    # the run's first decision has no other decision to read: the mirror guesses, either way
+    later = [r[1] for r in small[1:]]
+    if ratio == np.inf:
+        assert min(later) > 1.5e6  # ~2 ms: the prefill micro-batch's experts all on PIM
+    else:
+        assert max(later) < 0.6e6  # 0.25-0.5 ms
+    # what the other micro-batch's look reads: each micro-batch's latest threshold
+    mbs = {p["mb"]: p["experts_gpu"] + p["experts_pim"] for p in b.parts}
+    decode_mb = min(mbs, key=mbs.get)
+    assert b.st.last_thr[(0, decode_mb)] == thr[True]
+    assert b.st.last_thr[(0, 1 - decode_mb)] == thr[False] < np.inf
+
+
+def test_sieve_cp_under_tbo_on_a_colocated_batch_keeps_up_with_duplex():
+    """Qwen3-30B-A3B HH-RLHF colocated B=32 on one B200 with the NeuPIMs preset, two-batch
+    overlap: with the mirror guesses at the prefill micro-batch's answer sieve-cp kept the
+    decode micro-batch's experts on PIM and ran at 0.957x Duplex (docs/validation.md, the
+    eighteenth session's table); with the prefill micro-batch's own last split as the guess,
+    1.034x."""
+    kw = dict(model="qwen3-30b-a3b", system="1xb200", batch=32, steps=1, warmup=1, layers=8,
+              overlap="tbo", workload="hh-rlhf", colocated=True, parallel="ep",
+              system_overrides=(("memory", "neupims-hbm2-pim"),))
+    duplex = simulate_run(RunConfig(method="duplex", **kw)).row["throughput_tok_s_gpu"]
+    cp = simulate_run(RunConfig(method="sieve-cp", **kw)).row["throughput_tok_s_gpu"]
+    assert cp >= duplex
 
 
 @pytest.mark.parametrize("parallel, system, dispatches", (("tp", "1xb200", 0),

@@ -125,6 +125,14 @@ OVERLAP_MODES = ("none", "tbo")
 #: look rates best against the same watched tasks, so the rating is the lower of the looks under
 #: the two guesses (docs/schedulers.md, "The other micro-batch's answer").
 STAND_INS = ("threshold", "count")
+#: ...unless the two micro-batches on the GPU are unlike: where one holds more than OWN_RATIO times
+#: the other's token-expert pairs (a colocated batch whose prefill went to one micro-batch: 100-130x
+#: at the paper's drawn colocated points, at most 1.5x between two decode or two prefill-holding
+#: micro-batches), the look guesses the other's answer from that micro-batch's own last decision
+#: on this GPU ("own": every expert with at least as many tokens as the fewest-token expert that
+#: decision put on the GPU goes there), one look. ⚠ our choice of 4 (any value from 2 to 100
+#: splits the paper's points the same way; docs/schedulers.md, "An unlike micro-batch's answer").
+OWN_RATIO = 4.0
 #: EMA weight of observed attention times (the same choice as the expert table,
 #: sieve.sched.estimator.DEFAULT_ALPHA).
 _ATTN_ALPHA = 0.25
@@ -297,6 +305,9 @@ class SystemState:
                         if system.has_pim
                         else [None] * n_sim)
         self.attn_seen: list[dict[str, float]] = [{} for _ in range(n_sim)]
+        # two-batch overlap: per (GPU, micro-batch), the fewest tokens of an expert its latest
+        # decision put on the GPU (inf: none), for the other micro-batch's look (OWN_RATIO)
+        self.last_thr: dict[tuple[int, int], float] = {}
         # a method that skips decisions that do not pay: each GPU's per-layer skip state
         self.memos = ([DecisionMemo() for _ in range(n_sim)] if meth.start is not None
                       else None)
@@ -922,6 +933,9 @@ class _Builder:
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                  pim_order=part.pim_order, attention_on_pim=False,
                                  est_comm_ns=part.est_comm_ns, est_gpu_ns=part.est_gpu_ns)
+            if self.tbo:
+                on_gpu = local[(local > 0) & ~part.on_pim]
+                st.last_thr[(g, mb)] = float(on_gpu.min()) if on_gpu.size else np.inf
             self.parts.append({"layer": layer, "mb": mb, "gpu": g, "decided_ns": s,
                                "decision_skipped": skip, **part.summary()})
             done = []
@@ -960,7 +974,10 @@ class _Builder:
         two guesses at that answer (:data:`STAND_INS`): this split's threshold (the fewest
         tokens an expert on the GPU has here: every expert with as many on the GPU, the rest
         on PIM) and as many of its most popular experts as this split has (the rating is
-        the lower of the two looks; one look where none reaches that decision); attention
+        the lower of the two looks; one look where none reaches that decision), or, where
+        one of the two micro-batches holds more than :data:`OWN_RATIO` times the other's
+        token-expert pairs here, by the other's own last decision on this GPU (its
+        threshold, one look; :data:`OWN_RATIO`); attention
         not run yet at its GPU's observed EMA, PIM experts decided and not run at their GPU's
         cost table (read when a look first asks); every other task as built."""
         st = self.st
@@ -973,6 +990,14 @@ class _Builder:
                       if t.name == "dispatch"]
         t0 = task.end_ns
         lt_of = self.model.layer_types
+        # whether the look guesses the other micro-batch's answer on this GPU from its own last
+        # decision (OWN_RATIO) rather than by the mirror guesses (STAND_INS)
+        od = self.sched_tasks.get((g, layer, 1 - mb))
+        other = self.deciders.get(id(od)) if od is not None else None
+        unlike = False
+        if other is not None and (g, 1 - mb) in st.last_thr:
+            n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
+            unlike = max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
 
         def dur(t: Task) -> float:
             if not callable(t.duration):
@@ -1020,11 +1045,13 @@ class _Builder:
                     # this split has; the other micro-batch here: by `stand_in` (docstring)
                     if gx != g or stand_in == "count":
                         op = prefix_split(cx, n_gpu, ox)
+                    elif stand_in == "own":
+                        op = ~(cx >= st.last_thr[(g, 1 - mb)])
                     elif stand_in == "threshold":
                         op = ~(cx >= thr)
                     else:
                         raise ConfigError(f"step: look stand-in {stand_in!r} unknown (known: "
-                                          "threshold, count)")
+                                          "threshold, count, own)")
                     if gx == g:
                         reached.append(True)
                     experts(gx, t, split_cost(st.estimators[gx], cx, op), jx, dx, t.priority,
@@ -1048,9 +1075,10 @@ class _Builder:
                     return np.inf
                 return max(out[id(w)] for w in watch) - t0
 
-            r = look(STAND_INS[0])
-            if reached:  # the other micro-batch decides in the look: its other stand-in
-                r = min([r] + [look(x) for x in STAND_INS[1:]])
+            rules = ("own",) if unlike else STAND_INS
+            r = look(rules[0])
+            if reached:  # the other micro-batch decides in the look: its other stand-ins
+                r = min([r] + [look(x) for x in rules[1:]])
             return r
 
         return rate
