@@ -452,10 +452,10 @@ def test_an_unlike_micro_batchs_answer_is_guessed_from_its_own_last_split(monkey
 
 def test_sieve_cp_under_tbo_on_a_colocated_batch_keeps_up_with_duplex():
     """Qwen3-30B-A3B HH-RLHF colocated B=32 on one B200 with the NeuPIMs preset, two-batch
-    overlap: with the mirror guesses at the prefill micro-batch's answer sieve-cp kept the
-    decode micro-batch's experts on PIM and ran at 0.957x Duplex (docs/validation.md, the
-    eighteenth session's table); with the prefill micro-batch's own last split as the guess,
-    1.034x."""
+    overlap: with the mirror guesses at the prefill micro-batch's answer the decode
+    micro-batch's split swung between 1-2 and 56-63 experts on the GPU by layer and sieve-cp
+    ran at 0.957x Duplex (docs/validation.md, the eighteenth session's table); with the prefill
+    micro-batch's own last split as the guess, 1.034x."""
     kw = dict(model="qwen3-30b-a3b", system="1xb200", batch=32, steps=1, warmup=1, layers=8,
               overlap="tbo", workload="hh-rlhf", colocated=True, parallel="ep",
               system_overrides=(("memory", "neupims-hbm2-pim"),))
