@@ -379,6 +379,13 @@ def sampled_layers_default(microbatches: int, overlap: str) -> int:
     return SAMPLED_LAYERS[1] if overlap == "tbo" or microbatches > 1 else SAMPLED_LAYERS[0]
 
 
+def _gpu_threshold(counts: np.ndarray, on_pim: np.ndarray) -> float:
+    """The fewest tokens of an expert a split puts on the GPU (inf: none there); the look's
+    threshold guess and "own" guess at the other micro-batch's answer both read it."""
+    on_gpu = counts[(counts > 0) & ~on_pim]
+    return float(on_gpu.min()) if on_gpu.size else np.inf
+
+
 def _layer_class(model, i: int) -> tuple[str, bool]:
     """What a layer costs like: its token mixer and whether its FFN is a routed MoE."""
     return model.layer_types[i], i in model.moe_layer_ids
@@ -934,8 +941,7 @@ class _Builder:
                                  pim_order=part.pim_order, attention_on_pim=False,
                                  est_comm_ns=part.est_comm_ns, est_gpu_ns=part.est_gpu_ns)
             if self.tbo:
-                on_gpu = local[(local > 0) & ~part.on_pim]
-                st.last_thr[(g, mb)] = float(on_gpu.min()) if on_gpu.size else np.inf
+                st.last_thr[(g, mb)] = _gpu_threshold(local, part.on_pim)
             self.parts.append({"layer": layer, "mb": mb, "gpu": g, "decided_ns": s,
                                "decision_skipped": skip, **part.summary()})
             done = []
@@ -1028,9 +1034,8 @@ class _Builder:
 
         def rate(on_pim: np.ndarray) -> float:
             on_pim = np.asarray(on_pim, dtype=bool)
-            gpu = (local > 0) & ~on_pim
-            thr = float(local[gpu].min()) if gpu.any() else np.inf
-            n_gpu = int(gpu.sum())
+            thr = _gpu_threshold(local, on_pim)
+            n_gpu = int(((local > 0) & ~on_pim).sum())
 
             reached = []  # whether the look reached this GPU's other decision
             own = split_cost(st.estimators[g], local, on_pim)  # this split's, for every look
