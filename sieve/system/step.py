@@ -648,6 +648,10 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
+        self.prev_layer: dict[int, int] = {}  # and its previous one
+        # two-batch overlap: where each (GPU, layer, micro-batch) yields to the other
+        # micro-batch (its expert decision; a dense layer's FFN input), :meth:`_yield_dep`
+        self.yields: dict[tuple, Task] = {}
         # for the look ahead (two-batch overlap): each decision's GPU, counts, join, dispatch
         # and (EP) its experts' scan order by id(task); decided PIM experts' estimator and
         # split, then their estimated time once a look has asked for it
@@ -728,6 +732,21 @@ class _Builder:
         self.layer_tasks.setdefault((g, layer, mb), []).extend(made)
         return made[-1]
 
+    def _yield_dep(self, g: int, layer: int, mb: int) -> list[Task]:
+        """Two-batch overlap: the task the first kernel of micro-batch ``mb``'s ``layer`` on
+        GPU ``g`` waits for besides its own previous layer. The micro-batches take turns as
+        SGLang's decode two-batch overlap issues them (``tbo_delta_stages = 2``: the second
+        micro-batch runs two stages behind the first, so the attention of one runs beside the
+        experts of the other): micro-batch 1's layer starts once micro-batch 0 has decided
+        the same layer's split (its expert stage begins), micro-batch 0's next layer once
+        micro-batch 1 has decided its split (a dense layer: its FFN's input is ready). The
+        rest is list-scheduled by dependencies and priority."""
+        if not self.tbo:
+            return []
+        key = (g, layer, 0) if mb == 1 else (g, self.prev_layer.get(layer), 1)
+        t = self.yields.get(key)
+        return [t] if t is not None else []
+
     def link(self, name: str, dur: float, deps: list[Task], layer: int, mb: int, prio: int
              ) -> Task:
         lanes = tuple(f"link{g}" for g in range(self.n_sim))
@@ -751,6 +770,7 @@ class _Builder:
         shared_done: list[Task | None] = []
         for g in range(self.n_sim):
             deps = [prev[g]] if prev[g] is not None else []
+            deps += self._yield_dep(g, layer, mb)
             reqs = np.flatnonzero(mine_mb & (self.req_gpu == g))
             dec = reqs[b.phase[reqs] == DECODE]
             pre = reqs[b.phase[reqs] == PREFILL]
@@ -760,6 +780,7 @@ class _Builder:
                                                    priority=prio,
                                                    info=self._info(g, layer, mb, "gpu"))))
                 shared_done.append(None)
+                self.yields[(g, layer, mb)] = routers[-1]
                 continue
             norm1, rope, norm2 = layer_kernels(m, layer, n_tok, self.o.kv_dtype)
             deps = [self.gpu_tasks("norm", [norm1], g, deps, layer, mb, prio)]
@@ -789,6 +810,7 @@ class _Builder:
                     prio)
             mix = self.gpu_tasks("norm", [norm2], g, [mix], layer, mb, prio)
             if layer not in self._moe:
+                self.yields[(g, layer, mb)] = mix
                 ffn = self.gpu_tasks("dense_ffn", [GroupedExperts(
                     [n_tok], _dense_shape(self.full), self.expert_dtype)], g, [mix], layer,
                     mb, prio, share=True)
@@ -850,6 +872,7 @@ class _Builder:
                                        pairs)))
             scheds.append(sc)
             self.sched_tasks[(g, layer, mb)] = sc
+            self.yields[(g, layer, mb)] = sc
             if self.tbo:
                 # (under EP its experts' order too: other GPUs' looks split by it, _lookahead)
                 self.deciders[id(sc)] = (g, local, join, [disp] if multi else [],
@@ -1287,6 +1310,7 @@ class _Builder:
         if any(x in self._moe and x not in trace_index for x in layers):
             layers = _sampled_layers(self.full, self.o.layers, covered, neighbours=paired)
         self.next_layer = dict(zip(layers, layers[1:]))  # a decision looks one layer ahead
+        self.prev_layer = dict(zip(layers[1:], layers))
         start = self.sched.add(Task("step_start", tuple(
             f"{k}{g}" for g in range(self.n_sim) for k in ("gpu", "hbm", "pim", "link")),
             0.0, info={"gpu": -1, "layer": -1, "mb": -1, "kind": "sync"}))
