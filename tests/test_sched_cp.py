@@ -365,6 +365,14 @@ def test_start_split_is_all_on_pim():
     assert p.on_pim.tolist() == [True, False, True, True, False, True] and p.steps == 0
     assert get_method("sieve-cp").start_split(LayerLoad(counts, est.shape), est).method == \
         "sieve-cp"
+    # every method that skips takes its start split with its own options (sieve-cp-nolook's
+    # look=False once raised a TypeError when its first decision was skipped)
+    from sieve.sched.methods import SCHEDULERS
+    skipping = [m for m in SCHEDULERS.values() if m.start is not None]
+    assert {"sieve-cp", "sieve-cp-nolook", "sieve-cp-seedtable"} <= {m.name for m in skipping}
+    for m in skipping:
+        q = m.start_split(LayerLoad(counts, est.shape), est)
+        assert q.method == m.name and q.on_pim.tolist() == p.on_pim.tolist()
     with pytest.raises(ConfigError, match="'sieve' never skips"):
         get_method("sieve").start_split(LayerLoad(counts, est.shape), est)
 

@@ -495,10 +495,11 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
     return prefix_split(c, best, order), rate[0] - rate[best]
 
 
-def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed") -> Partition:
+def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed",
+                   look: bool = True) -> Partition:
     """The split sieve-cp starts its scan from, every activated expert on PIM, taken without
-    deciding (a skipped decision, :mod:`sieve.sched.amortize`); ``fallback`` is accepted for
-    the registry's options and unused."""
+    deciding (a skipped decision, :mod:`sieve.sched.amortize`); ``fallback`` and ``look`` (the
+    options of :func:`sieve_cp`) are accepted for the registry's variants and unused."""
     _filled(fallback)
     on_pim = load.counts > 0
     return Partition._trusted("sieve-cp", load.counts, on_pim, est.pim_order, "tp", 0.0, 0.0,
