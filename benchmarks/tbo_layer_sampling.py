@@ -15,6 +15,15 @@ in brackets: the same step on the sequential mode's sample, which need not keep 
 (the two-batch-overlap sample before 2026-12-03), from the same run of this script.
 
     python benchmarks/tbo_layer_sampling.py [--quick] [--sampled-only]   # ~35 min on 2 cores
+
+``--one-gpu PRESET[,PRESET]``: instead, every one-GPU decode point of ``sieve run --paper``
+(Qwen3-30B-A3B on one B200, both datasets over B = 1..256, or up to ``--max-batch``; the
+colocated cases are left out: with every layer simulated their prefill makes one run take
+40-100 s) for every PIM method, under two-batch overlap on 8 sampled layers and on every
+layer, through the experiment executor (``--jobs``, ``--store``); prints each method's
+sampling error and sieve-cp's ratio to the best other method both ways.
+
+    python benchmarks/tbo_layer_sampling.py --one-gpu duplex-logic-pim --max-batch 64 --jobs 2
 """
 
 from __future__ import annotations
@@ -71,13 +80,72 @@ def _sampled(model: str, k: int | None, neighbours: bool) -> list[int] | None:
                                                            neighbours=neighbours)
 
 
+def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
+            max_batch: int | None = None) -> None:
+    """The one-GPU points of ``sieve run --paper`` (at most ``max_batch`` requests) on 8
+    sampled layers against every layer (module doc, ``--one-gpu``)."""
+    from collections import defaultdict
+    from dataclasses import replace
+
+    import numpy as np
+
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point, paper_points
+    from sieve.experiments.store import RunStore
+    from sieve.sched.methods import METHODS_MAIN
+
+    methods = [m for m in METHODS_MAIN if m != "gpu-only"]
+    others = [m for m in methods if m != "sieve-cp"]
+    store = RunStore(store_dir) if store_dir else None
+    for preset in presets:
+        pts = [Point(replace(p.config, overlap="tbo", layers=k,
+                             system_overrides=(("memory", preset),)))
+               for k in (8, None)
+               for p in paper_points(methods, steps=1, warmup=1, layers=8)
+               if p.config.system == "1xb200" and not p.config.colocated
+               and (max_batch is None or p.config.batch <= max_batch)]
+        rows = [r.result.row for r in execute(pts, jobs=jobs, store=store, progress=True,
+                                              label=f"one-GPU {preset}").records]
+        tput = defaultdict(dict)
+        for p, r in zip(pts, rows):
+            c = p.config
+            key = (c.workload, c.colocated, c.n_prefill, c.batch)
+            tput[key][(c.method, c.layers)] = r["throughput_tok_s_gpu"]
+        err = {m: np.array([t[(m, 8)] / t[(m, None)] - 1 for t in tput.values()])
+               for m in methods}
+        ratio = {k: np.array([t[("sieve-cp", k)] / max(t[(m, k)] for m in others)
+                              for t in tput.values()]) for k in (8, None)}
+        every = np.concatenate(list(err.values()))
+        print(f"\n{preset}: {len(tput)} points x {len(methods)} methods, two-batch overlap, "
+              f"8 sampled layers against every layer (48)")
+        print("| method | mean error | rms | min | max |\n|---|---|---|---|---|")
+        for m, e in [*err.items(), ("every method", every)]:
+            print(f"| {m} | {100 * e.mean():+.2f} % | {100 * np.sqrt((e ** 2).mean()):.2f} % "
+                  f"| {100 * e.min():+.2f} % | {100 * e.max():+.2f} % |")
+        d = ratio[8] - ratio[None]
+        print(f"sieve-cp / best other: 8 layers min {ratio[8].min():.3f}, below 0.99 "
+              f"{int((ratio[8] < 0.99).sum())}; every layer min {ratio[None].min():.3f}, below "
+              f"0.99 {int((ratio[None] < 0.99).sum())}; the ratio's error rms "
+              f"{100 * np.sqrt((d ** 2).mean()):.2f} %, max |{100 * np.abs(d).max():.2f}| %")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="the first point only (two-batch overlap and sequential)")
     ap.add_argument("--sampled-only", action="store_true",
                     help="skip the all-layer runs (the long ones)")
+    ap.add_argument("--one-gpu", metavar="PRESETS",
+                    help="comma-separated PIM presets: the one-GPU --paper points instead")
+    ap.add_argument("--jobs", type=int, default=1, help="processes (--one-gpu)")
+    ap.add_argument("--store", help="resumable run store (--one-gpu)")
+    ap.add_argument("--max-batch", type=int,
+                    help="--one-gpu: the points of at most this batch (B = 128 and 256 on every "
+                         "layer take about a minute a run)")
     args = ap.parse_args(argv)
+    if args.one_gpu:
+        one_gpu(args.one_gpu.split(","), args.jobs, args.store, args.max_batch)
+        return 0
     print("| point | layers (simulated) | "
           + " | ".join(["method: tok/s/GPU (sequential-mode sample)"] * 3)
           + " | sieve-cp / other (sequential-mode sample) |")
