@@ -1,8 +1,7 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
-reader ``sieve.dram._loadstore``, the command-log CSV formatter ``sieve.dram._logcsv``, the
-checker's timing pass, state replay and CSV reader ``sieve.dram.checker._timing`` /
-``._state`` / ``._csvlog`` and the
-scheduler loop
+reader ``sieve.dram._loadstore``, the address decode ``sieve.dram._mapping``, the command-log
+CSV formatter ``sieve.dram._logcsv``, the checker's timing pass, state replay and CSV reader
+``sieve.dram.checker._timing`` / ``._state`` / ``._csvlog`` and the scheduler loop
 ``sieve.sched._greedy``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
@@ -36,6 +35,9 @@ exts = [
               extra_compile_args=compile_args),
     # the LoadStore trace reader (its only importer is sieve/dram/memtrace.py)
     Extension("sieve.dram._loadstore", ["sieve/dram/_loadstore.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+    # the address decode (its only importer is sieve/dram/mapping.py)
+    Extension("sieve.dram._mapping", ["sieve/dram/_mapping.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
     # the command-log CSV formatter (its only importer is sieve/dram/log.py)
     Extension("sieve.dram._logcsv", ["sieve/dram/_logcsv.pyx"], define_macros=macros,

@@ -83,6 +83,13 @@ cdef struct ConsRow:
     int16_t win           # window (1 = most recent issue)
     int16_t sib           # 1: applies to the sibling nodes only
 
+cdef struct FlatRow:
+    # a plain timing row (window 1, not for siblings) of one command, with the level of the
+    # node it holds at (Engine._issue folds a command's plain rows of every level in one pass)
+    int64_t lat           # latency, ticks
+    int32_t nxt           # following command
+    int32_t lvl           # level (LV_*) of the node: the command's own node at that level
+
 cdef struct BankSt:
     # per-bank scheduling state of the request front end (one cache line)
     int64_t base[5]       # offsets in `ready` of the bank's nodes at levels 0..4
@@ -158,6 +165,10 @@ cdef class Engine:
     cdef int32_t[::1] cons_sib          # 1: applies to sibling nodes only
     cdef int32_t[::1] hist_slot         # (level * n_cmd + cmd) -> history slot or -1
     cdef ConsRow* rows                  # the rows cons_* packed for the hot loop
+    cdef FlatRow* flat                  # per command, its plain rows at levels <= its scope
+    cdef int32_t flat_ptr[N_COMMANDS + 1]  # command -> its rows in flat (CSR)
+    cdef int32_t slow_lvls[N_COMMANDS]  # command -> bit l set: at level l it has a history
+                                        # slot or rows that are windowed or for siblings
     cdef int64_t n_rows_total           # number of packed rows
 
     # ---- timing state ----
@@ -196,7 +207,7 @@ cdef class Engine:
     cdef inline tick_t _earliest(self, int cmd, const int* nodes) noexcept nogil
     cdef inline tick_t _align(self, int cmd, tick_t t) noexcept nogil
     cdef inline int _state(self, int cmd, const int* nodes, int row) noexcept nogil
-    cdef inline void _fold(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil
+    cdef inline void _fold_slow(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil
     cdef inline void _order(self, const int* nodes, tick_t clk) noexcept nogil
     cdef void _apply_state(self, int cmd, const int* nodes, int row) noexcept nogil

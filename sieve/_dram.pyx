@@ -13,7 +13,7 @@
 # command and jump there, so idle ticks cost nothing.
 
 cimport cython
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 
 import numpy as np
@@ -162,6 +162,7 @@ cdef class Engine:
 
     def __cinit__(self):
         self.rows = NULL
+        self.flat = NULL
         self.log_buf = NULL
         self.log_n = 0
         self.log_cap = 0
@@ -170,6 +171,9 @@ cdef class Engine:
         if self.rows != NULL:
             free(self.rows)
             self.rows = NULL
+        if self.flat != NULL:
+            free(self.flat)
+            self.flat = NULL
         if self.log_buf != NULL:
             free(self.log_buf)
             self.log_buf = NULL
@@ -269,7 +273,10 @@ cdef class Engine:
             raise ValueError("Engine: a windowed constraint has no history slot")
         self.hist_slot = hs
         cdef int64_t k
+        cdef int32_t nf
+        cdef int key2, c
         self.n_rows_total = n_rows_c
+        free(self.rows)
         self.rows = <ConsRow*>malloc(max(1, self.n_rows_total) * sizeof(ConsRow))
         if self.rows == NULL:
             raise MemoryError("Engine: constraint rows")
@@ -278,6 +285,27 @@ cdef class Engine:
             self.rows[k].nxt = self.cons_next[k]
             self.rows[k].win = <int16_t>self.cons_win[k]
             self.rows[k].sib = <int16_t>self.cons_sib[k]
+        # the same rows by command for _issue: the plain rows of the levels a command folds
+        # (its scope and above) in one run, and which levels need the per-level pass
+        free(self.flat)
+        self.flat = <FlatRow*>malloc(max(1, self.n_rows_total) * sizeof(FlatRow))
+        if self.flat == NULL:
+            raise MemoryError("Engine: constraint rows")
+        nf = 0
+        for c in range(N_COMMANDS):
+            self.flat_ptr[c] = nf
+            self.slow_lvls[c] = 0
+            for l in range(self.cmd_scope[c] + 1):
+                key2 = l * N_COMMANDS + c
+                for k in range(self.cons_ptr[key2], self.cons_ptr[key2] + self.cons_nplain[key2]):
+                    self.flat[nf].lat = self.cons_lat[k]
+                    self.flat[nf].nxt = self.cons_next[k]
+                    self.flat[nf].lvl = l
+                    nf += 1
+                if (self.hist_slot[key2] >= 0 or
+                        self.cons_nplain[key2] < self.cons_ptr[key2 + 1] - self.cons_ptr[key2]):
+                    self.slow_lvls[c] |= 1 << l
+        self.flat_ptr[N_COMMANDS] = nf
         # bank-parity commands: which of them a per-bank command binds at the bank level
         # (their earliest tick is then the latest over the parity's banks; otherwise only
         # parity commands bind them there, which fold into every bank of the parity alike,
@@ -873,9 +901,11 @@ cdef class Engine:
         self.log_n += 1
         return E_OK
 
-    cdef inline void _fold(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil:
-        """Fold the rows of `cmd` issued at `clk` at node `node` of level `l` into `ready`
-        (and its window history)."""
+    cdef inline void _fold_slow(self, int l, int64_t node, int cmd, tick_t clk) noexcept nogil:
+        """Fold the rows of `cmd` issued at `clk` at node `node` of level `l` that are not
+        plain (windowed, or for the siblings) into `ready`, after recording the issue in the
+        level's window history; _issue folds the plain rows (max is order-free, so the
+        result is that of folding the level's rows in table order)."""
         cdef int W = self.max_window
         cdef int i, slot, key
         cdef int64_t m, first, h, idx, base, nready = self.ready.shape[0]
@@ -892,16 +922,7 @@ cdef class Engine:
             for i in range(W - 1, 0, -1):
                 self.hist[h + i] = self.hist[h + i - 1]
             self.hist[h] = clk
-        k = self.cons_ptr[key]
-        k_end = k + self.cons_nplain[key]
-        # plain rows: ready = max(ready, clk + lat), no branches
-        while k < k_end:
-            SIEVE_CHECK_INDEX(k, self.n_rows_total)
-            row_p = &self.rows[k]
-            idx = base + node * self.n_cmd + row_p.nxt
-            SIEVE_CHECK_INDEX(idx, nready)
-            R[idx] = _max(R[idx], clk + row_p.lat)
-            k += 1
+        k = self.cons_ptr[key] + self.cons_nplain[key]
         k_end = self.cons_ptr[key + 1]
         while k < k_end:
             SIEVE_CHECK_INDEX(k, self.n_rows_total)
@@ -932,12 +953,30 @@ cdef class Engine:
     cdef int _issue(self, int cmd, const int* nodes, int row, int col, tick_t clk) noexcept nogil:
         """Record `cmd` at `clk`: fold its constraint rows into `ready`, update bank state."""
         cdef int scope = self.cmd_scope[cmd]
-        cdef int l, key
+        cdef int l, key, slow
         cdef int32_t k, k0, k1
         cdef int64_t b, first, base, idx, nready = self.ready.shape[0]
         cdef int64_t* R = &self.ready[0]
+        cdef int64_t nb[N_LEVELS]
+        cdef const FlatRow* fr
         for l in range(scope + 1):
-            self._fold(l, nodes[l], cmd, clk)
+            nb[l] = self.lvl_off[l] + <int64_t>nodes[l] * N_COMMANDS
+        # the plain rows of every level: ready = max(ready, clk + lat), no branches
+        k = self.flat_ptr[cmd]
+        k1 = self.flat_ptr[cmd + 1]
+        while k < k1:
+            SIEVE_CHECK_INDEX(k, self.n_rows_total)
+            fr = &self.flat[k]
+            idx = nb[fr.lvl] + fr.nxt
+            SIEVE_CHECK_INDEX(idx, nready)
+            R[idx] = _max(R[idx], clk + fr.lat)
+            k += 1
+        # the levels with a window history or windowed / sibling rows
+        slow = self.slow_lvls[cmd]
+        if slow:
+            for l in range(scope + 1):
+                if slow & (1 << l):
+                    self._fold_slow(l, nodes[l], cmd, clk)
         if cmd >= C_ACTPB:
             # a parity command: its bank-level rows (plain: checked at construction) hold at
             # every bank of its parity

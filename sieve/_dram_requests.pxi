@@ -67,6 +67,18 @@ ctypedef fused RowPolicy:
     OpenPage
     ClosedPage
 
+cdef bint _all_below(const int32_t[::1] a, int64_t lim) noexcept:
+    """Whether every entry of `a` is in [0, lim) (one pass; a negative entry is huge when read
+    as unsigned)."""
+    cdef Py_ssize_t i, n = a.shape[0]
+    cdef uint32_t ulim = <uint32_t>lim if 0 <= lim < (<int64_t>1 << 32) else 0xFFFFFFFFu
+    cdef uint32_t bad = 0
+    with nogil:
+        for i in range(n):
+            bad |= <uint32_t>(<uint32_t>a[i] >= ulim)
+    return bad == 0
+
+
 # ---- refresh manager ---------------------------------------------------------------------
 cdef inline tick_t _ref_lead(Lifecycle* lc) noexcept nogil:
     """Ticks a refresh counts as due before Engine.ref_due (ramulator2's clock starts at 1)."""
@@ -1119,8 +1131,7 @@ cdef class RequestRun:
                              "request")
         # (arrival ticks are only compared, never used as an index: any value is safe)
         for a, lv in zip(arrays[1:6], range(N_LEVELS)):
-            # one pass per level: negative values are huge when read as unsigned
-            if n and np.any(np.asarray(a).view(np.uint32) >= eng.cnt[lv]):
+            if not _all_below(a, eng.cnt[lv]):
                 raise ValueError(f"run_requests: address level {lv} out of range "
                                  f"[0, {eng.cnt[lv]})")
         if self.next_id + n >= (<int64_t>1 << 58):

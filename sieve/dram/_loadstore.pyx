@@ -200,4 +200,5 @@ cdef class LoadStoreReader:
                     addr[n] = rec[1]
                     n += 1
             self.start += ln + 1
-        return addr_a[:n].copy(), wr_a[:n].view(bool).copy()
+        # (views of this call's arrays: a short last chunk keeps max_n entries alive, no copy)
+        return addr_a[:n], wr_a[:n].view(bool)

@@ -314,6 +314,10 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
         run.set_outputs(inject, depart, rclass)
     chunks = trace.chunks(chunk_requests)
     n_reads = n_writes = 0
+    # buffers reused from chunk to chunk (the engine has consumed a chunk before it asks for
+    # the next): fresh n-element arrays per chunk cost fresh pages from the kernel
+    dec_buf = np.empty((7, 0), dtype=np.int32)
+    zero_arrive = np.zeros(0, dtype=np.int64)
     rc = run.advance()
     while rc == 1:  # RUN_NEED_INPUT
         part = next(chunks, None)
@@ -323,13 +327,17 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             addr, w, arr = part
             k = len(addr)
             if arr is None:
-                arrive = np.zeros(k, dtype=np.int64)
+                if zero_arrive.shape[0] < k:
+                    zero_arrive = np.zeros(k, dtype=np.int64)
+                arrive = zero_arrive[:k]
             else:
                 if k and int(arr[-1]) * tpc > engine.MAX_TICK:
                     raise ConfigError(f"request trace: arrival cycles beyond "
                                       f"{engine.MAX_TICK // tpc} CK")
                 arrive = np.ascontiguousarray(arr * tpc, dtype=np.int64)
-            dec = mapper.decode(addr)
+            if dec_buf.shape[1] < k:
+                dec_buf = np.empty((7, k), dtype=np.int32)
+            dec = mapper.decode(addr, out=dec_buf)
             if reserved.size:
                 hit = np.flatnonzero(np.isin(dec.ro, reserved))
                 if hit.size:
@@ -346,8 +354,9 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
             nw = int(np.count_nonzero(w))
             n_writes += nw
             n_reads += k - nw
-            run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co,
-                     np.ascontiguousarray(w, dtype=np.int8), addr)
+            w8 = (w.view(np.int8) if w.dtype == np.bool_ and w.flags.c_contiguous
+                  else np.ascontiguousarray(w, dtype=np.int8))
+            run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co, w8, addr)
         rc = run.advance()
         if log_sink is not None:
             log_sink(eng.take_log(), run.take_log_types())

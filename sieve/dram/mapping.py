@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sieve.dram.spec import DramSpec
-from sieve.errors import ConfigError, choices
+from sieve.errors import ConfigError, NotBuiltError, choices
 from sieve.validate import check_int
 
 __all__ = ["MAPPINGS", "XOR_MAPPINGS", "AddressMapper", "DecodedAddresses"]
@@ -62,6 +62,15 @@ XOR_MAPPINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                   ("pc", "sid", "bg", "ba", "ro")),
 }
 _FIELDS = ("ch", "pc", "sid", "bg", "ba", "ro", "co")
+
+
+def _compiled_decode():
+    """The compiled decode (sieve.dram._mapping.decode_into), or NotBuiltError."""
+    try:
+        from sieve.dram import _mapping
+    except ImportError as exc:
+        raise NotBuiltError.of("address decode", "sieve.dram._mapping", exc) from None
+    return _mapping.decode_into
 
 
 def _log2(n: int, what: str) -> int:
@@ -180,9 +189,40 @@ class AddressMapper:
             if widths[f]:
                 self.xors.append((f, off, widths[f]))
                 off += widths[f]
+        # the same slices and XORs as int32 tables for the compiled decode (field indices
+        # in _FIELDS order)
+        self._slice_table = np.array([(_FIELDS.index(f), sh, b) for f, sh, b in
+                                      self.slices[1:]], dtype=np.int32).reshape(-1, 3)
+        self._xor_table = np.array([(_FIELDS.index(f), o, b) for f, o, b in self.xors],
+                                   dtype=np.int32).reshape(-1, 3)
 
-    def decode(self, addr: np.ndarray) -> DecodedAddresses:
-        """Decode byte addresses (wrapped to the mapped capacity)."""
+    def decode(self, addr: np.ndarray, out: np.ndarray | None = None) -> DecodedAddresses:
+        """Decode byte addresses (wrapped to the mapped capacity).
+
+        Args:
+            addr: byte addresses (any integer array; int64 and uint64 are read in place).
+            out: optional (7, >= len(addr)) C-contiguous int32 array to decode into (reused
+                from chunk to chunk by the request front end); the fields returned are views
+                of its rows, so they change when it is decoded into again.
+        """
+        a = np.asarray(addr)
+        if a.dtype == np.int64 or a.dtype == np.uint64:
+            a = np.ascontiguousarray(a).reshape(-1).view(np.uint64)
+        else:
+            a = np.ascontiguousarray(a, dtype=np.uint64).reshape(-1)
+        n = a.shape[0]
+        if out is None:
+            out = np.empty((7, n), dtype=np.int32)
+        elif (not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.ndim != 2
+              or out.shape[0] != 7 or out.shape[1] < n or not out.flags.c_contiguous):
+            raise ConfigError(f"address mapping: out must be a C-contiguous (7, >= {n}) int32 "
+                              "array")
+        _compiled_decode()(a, self.offset_bits, self._slice_table, self._xor_table,
+                           self.slices[0][2], out)
+        return DecodedAddresses(*(out[i, :n] for i in range(7)))
+
+    def _decode_numpy(self, addr: np.ndarray) -> DecodedAddresses:
+        """The numpy reference of :meth:`decode` (the tests compare the two bit for bit)."""
         a = np.asarray(addr, dtype=np.uint64) >> np.uint64(self.offset_bits)
         out = {f: np.zeros(a.shape, dtype=np.int64) for f in _FIELDS}
         col_shift = 0
