@@ -11,20 +11,82 @@
 # bytes.split does in the reference reader.
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int8_t, int64_t, uint8_t
 from libc.string cimport memchr, memmove
 
 import numpy as np
 
 
+# hex digit values by byte, -1 for any other byte
+cdef int8_t _HEX[256]
+cdef int _k
+for _k in range(256):
+    _HEX[_k] = -1
+for _k in range(10):
+    _HEX[48 + _k] = _k
+for _k in range(6):
+    _HEX[97 + _k] = 10 + _k
+    _HEX[65 + _k] = 10 + _k
+
+
 cdef inline int _hexval(uint8_t ch) noexcept nogil:
-    if 48 <= ch <= 57:
-        return ch - 48
-    if 97 <= ch <= 102:
-        return ch - 87
-    if 65 <= ch <= 70:
-        return ch - 55
-    return -1
+    return _HEX[ch]
+
+
+cdef inline int64_t _scan(const uint8_t* s, const uint8_t* e, int64_t max_len, int64_t* addr,
+                          int* wr) noexcept nogil:
+    """_fast on the line that starts at s, found while parsing it (no memchr first): its
+    length (the bytes before its newline) when it is a plain request line whose newline is
+    before `e`, else -1 (the caller then finds the line and asks _fast and the reference
+    parser, so every verdict is theirs)."""
+    cdef const uint8_t* p = s
+    cdef const uint8_t* j
+    cdef int64_t v = 0
+    cdef int d
+    while p < e and (p[0] == 32 or p[0] == 9):
+        p += 1
+    if p + 2 > e:
+        return -1
+    if p[0] == 76 and p[1] == 68:        # "LD"
+        wr[0] = 0
+    elif p[0] == 83 and p[1] == 84:      # "ST"
+        wr[0] = 1
+    else:
+        return -1
+    p += 2
+    j = p
+    while p < e and (p[0] == 32 or p[0] == 9):
+        p += 1
+    if p == j:
+        return -1
+    if p + 1 < e and p[0] == 48 and (p[1] == 120 or p[1] == 88):   # "0x"
+        p += 2
+        j = p
+        while p < e:
+            d = _HEX[p[0]]
+            if d < 0:
+                break
+            v = v * 16 + d
+            p += 1
+            if p - j > 15:
+                return -1
+        if p == j:
+            return -1
+    else:
+        j = p
+        while p < e and 48 <= p[0] <= 57:
+            v = v * 10 + (p[0] - 48)
+            p += 1
+            if p - j > 18:
+                return -1
+        if p == j:
+            return -1
+    while p < e and (p[0] == 32 or p[0] == 9 or p[0] == 13):
+        p += 1
+    if p >= e or p[0] != 10 or p - s > max_len:
+        return -1
+    addr[0] = v
+    return p - s
 
 
 cdef inline int _fast(const uint8_t* s, int64_t n, int64_t max_len, int64_t* addr,
@@ -160,6 +222,16 @@ cdef class LoadStoreReader:
         cdef const uint8_t* nl
         while n < max_n and not self.done:
             p = self.buf
+            # the common line, parsed in one pass
+            ln = _scan(<const uint8_t*>(p + self.start), <const uint8_t*>(p + self.end),
+                       self.max_line, &a, &w)
+            if ln >= 0:
+                self.lineno += 1
+                addr[n] = a
+                wr[n] = w
+                n += 1
+                self.start += ln + 1
+                continue
             nl = <const uint8_t*>memchr(p + self.start, 10, self.end - self.start)
             if nl == NULL:
                 if not self.eof and self.end - self.start <= self.max_line:
