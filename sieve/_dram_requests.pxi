@@ -533,6 +533,47 @@ cdef void _rs_look(RequestRun run, Lifecycle* lc, int64_t q, int64_t chb, int ty
         run._check_look(q, chb, now, best)
 
 
+cdef inline tick_t _rs_next_inject(RequestRun run, Lifecycle* lc, tick_t now) noexcept nogil:
+    """The tick of the next injection the front end would make (T_INF: none before a queue
+    slot frees or the input ends); at `now` itself only if step 1 left one it may make."""
+    cdef int64_t p, j
+    cdef int c, typ
+    cdef tick_t t_inj = T_INF
+    if run.in_pos < run.in_len:
+        p = run.in_pos
+        c = run.in_ch[p]
+        typ = 1 if run.in_write[p] else 0
+        j = typ * run.n_ch + c
+        if _rs_try_forward(run, lc, p, -1):
+            # (forwarded or coalesced: needs no queue slot)
+            t_inj = _max(run.in_arrive[p], now)
+            if t_inj == now and _rs_rate_full(run, lc, now):
+                t_inj = now + 1
+        elif run.queue_len[j] < run.queue_size:
+            t_inj = _max(run.in_arrive[p], now)
+            if t_inj == now and (_rs_queue_full(run, lc, j, now)
+                                 or _rs_rate_full(run, lc, now)):
+                t_inj = now + 1
+    return t_inj
+
+
+cdef inline tick_t _rs_channel_floor(RequestRun run, int c, int64_t chb,
+                                     tick_t now) noexcept nogil:
+    """A lower bound on the tick of any command channel c's controller could choose at
+    `now`: its channel-level ready tick for ACT, PRE, RD and WR (every request candidate's
+    tick is at least that of its command, aligned); `now` while a refresh of the channel is
+    pending (its commands are not bounded here)."""
+    cdef int64_t q
+    cdef const int64_t* R = &run.eng.ready[0]
+    for q in range(<int64_t>c * run.pcs_per_ch, <int64_t>(c + 1) * run.pcs_per_ch):
+        if run.ref_pending[q]:
+            return now
+    return _min(_min(run._al(C_ACT, _max(R[chb + C_ACT], now)),
+                     run._al(C_PRE, _max(R[chb + C_PRE], now))),
+                _min(run._al(C_RD, _max(R[chb + C_RD], now)),
+                     run._al(C_WR, _max(R[chb + C_WR], now))))
+
+
 # ---- the event loop ------------------------------------------------------------------------
 cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
     """The event loop of RequestRun.advance, compiled once per (lifecycle, row policy)
@@ -558,7 +599,7 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
     cdef int32_t bslot
     cdef int64_t bage, bbank
     cdef tick_t now = run.now
-    cdef tick_t e, bt, best_t, t_inj, dep
+    cdef tick_t e, bt, best_t, t_inj, dep, floor
     cdef int rc = E_OK
     cdef int out = RUN_DONE
     cdef bint last, better, blocked
@@ -687,7 +728,9 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     if run.ref_pending[q] == 0 and ref_due[q] - ref_lead < run.next_ref_due:
                         run.next_ref_due = ref_due[q] - ref_lead
 
-            # ---- 3. each channel's best command
+            # ---- 3. each channel's best command (the next injection's tick first: a
+            # channel whose every command is due no earlier defers its looks until after it)
+            t_inj = _rs_next_inject(run, lc, now)
             best_t = T_INF
             best_c = -1
             for c in range(n_ch):
@@ -713,6 +756,15 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     head = -1
                     q0 = <int64_t>c * pcs_per_ch
                     chb = eng.lvl_off[0] + <int64_t>c * n_cmd
+                    floor = T_INF
+                    if t_inj < T_INF:
+                        floor = _rs_channel_floor(run, c, chb, now)
+                        # nothing of this channel can issue before the injection, which
+                        # changes its queues: look after it (the channel stays invalid and
+                        # takes no part in best_t now). The debug build looks anyway and
+                        # checks the floor against what the looks find.
+                        if floor >= t_inj and not SIEVE_DEBUG_BUILD:
+                            continue
                     for q in range(q0, q0 + pcs_per_ch):
                         # refresh commands of a due pseudo-channel (priority over requests;
                         # ramulator2: only the head of the refresh FIFO)
@@ -745,6 +797,10 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                                 bage = pb.age
                                 brank = pb.rank
                                 bbank = pb.bank
+                    if SIEVE_DEBUG_BUILD:
+                        SIEVE_CHECK_INDEX(-<int>(bt < floor), 1)  # aborts: floor above a look
+                        if t_inj < T_INF and floor >= t_inj:
+                            continue  # (as the optimised build: looked at after the injection)
                     run.ch_best_valid[c] = 1
                     run.ch_best_tick[c] = bt
                     run.ch_best_cmd[c] = bcmd
@@ -754,23 +810,7 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     best_t = run.ch_best_tick[c]
                     best_c = c
 
-            # ---- 4. the next event: injection, refresh due, or a command issue
-            t_inj = T_INF
-            if run.in_pos < run.in_len:
-                p = run.in_pos
-                c = run.in_ch[p]
-                typ = 1 if run.in_write[p] else 0
-                j = typ * n_ch + c
-                if _rs_try_forward(run, lc, p, -1):
-                    # (forwarded or coalesced: needs no queue slot)
-                    t_inj = _max(run.in_arrive[p], now)
-                    if t_inj == now and _rs_rate_full(run, lc, now):
-                        t_inj = now + 1
-                elif run.queue_len[j] < queue_size:
-                    t_inj = _max(run.in_arrive[p], now)
-                    if t_inj == now and (_rs_queue_full(run, lc, j, now)
-                                         or _rs_rate_full(run, lc, now)):
-                        t_inj = now + 1
+            # ---- 4. the next event: injection (t_inj, above), refresh due, or a command issue
             if t_inj <= best_t and t_inj < T_INF:
                 now = t_inj
                 continue
