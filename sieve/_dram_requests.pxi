@@ -756,7 +756,7 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     head = -1
                     q0 = <int64_t>c * pcs_per_ch
                     chb = eng.lvl_off[0] + <int64_t>c * n_cmd
-                    floor = T_INF
+                    floor = now  # (every tick is at least now)
                     if t_inj < T_INF:
                         floor = _rs_channel_floor(run, c, chb, now)
                         # nothing of this channel can issue before the injection, which
