@@ -173,7 +173,9 @@ cdef inline bint _rs_try_forward(RequestRun run, Lifecycle* lc, int64_t p,
     """Input request p (bank b, -1 = compute it) is served by a queued write of its address
     (ramulator2 with addresses fed: RequestRun._buffered_write); sieve: never."""
     if Lifecycle is LcRamulator2:
-        return run.forward_writes and run._buffered_write(p, b)
+        # (the call only when a write is queued on its channel: never in a read-only trace)
+        return (run.forward_writes and run.queue_len[run.n_ch + run.in_ch[p]] != 0
+                and run._buffered_write(p, b))
     else:
         return False
 
