@@ -559,7 +559,7 @@ cdef inline tick_t _rs_next_inject(RequestRun run, Lifecycle* lc, tick_t now) no
     return t_inj
 
 
-cdef inline tick_t _rs_channel_floor(RequestRun run, int c, int64_t chb,
+cdef inline tick_t _channel_floor(RequestRun run, int c, int64_t chb,
                                      tick_t now) noexcept nogil:
     """A lower bound on the tick of any command channel c's controller could choose at
     `now`: its channel-level ready tick for ACT, PRE, RD and WR (every request candidate's
@@ -760,7 +760,7 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     chb = eng.lvl_off[0] + <int64_t>c * n_cmd
                     floor = now  # (every tick is at least now)
                     if t_inj < T_INF:
-                        floor = _rs_channel_floor(run, c, chb, now)
+                        floor = _channel_floor(run, c, chb, now)
                         # nothing of this channel can issue before the injection, which
                         # changes its queues: look after it (the channel stays invalid and
                         # takes no part in best_t now). The debug build looks anyway and

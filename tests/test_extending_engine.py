@@ -165,3 +165,11 @@ def test_every_command_is_known_to_the_checker_timing_rows():
                 "SHARED_BUFFER_CONSTRAINTS", "PARITY_CONSTRAINTS", "resolved_constraints",
                 "N_COMMANDS"):
         assert sym in GUIDE, sym
+
+
+def test_the_issue_internals_the_guide_names_exist():
+    # (the guide says where a command's timing rows go inside the engine)
+    for sym in ("`Engine.flat`", "`Engine._fold_slow`", "`Engine._issue`"):
+        assert sym in GUIDE, sym
+    assert "cdef inline void _fold_slow(self" in PXD and "cdef FlatRow* flat" in PXD
+    assert "self.flat_ptr[cmd]" in PYX  # _issue's one loop over the plain rows
