@@ -244,7 +244,9 @@ def test_debug_build_detects_out_of_bounds_access():
     assert any(isinstance(e, IndexError) for e in seen)
 
 
-def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
+def _without(module: str, body: str) -> str:
+    """What ``body`` prints in a fresh interpreter where importing ``module`` fails (its
+    exception as ``Type | message``)."""
     import subprocess
     import sys
 
@@ -252,40 +254,28 @@ def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
         "import sys\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'sieve._dram':\n"
-        "            raise ImportError('No module named sieve._dram')\n"
+        f"        if name == {module!r}:\n"
+        f"            raise ImportError('No module named {module}')\n"
         "sys.meta_path.insert(0, Block())\n"
         "try:\n"
-        "    import sieve.dram.device\n"
-        "except Exception as e:\n"
+        + "".join(f"    {line}\n" for line in body.splitlines())
+        + "except Exception as e:\n"
         "    print(type(e).__name__, '|', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_unbuilt_engine_gives_one_sentence_on_how_to_build():
+    out = _without("sieve._dram", "import sieve.dram.device")
     assert out.startswith("NotBuiltError |")
     assert "pip install -e ." in out and out.count("\n") == 1
 
 
 def test_unbuilt_address_decode_says_how_to_build():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'sieve.dram._mapping':\n"
-        "            raise ImportError('No module named sieve.dram._mapping')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from sieve.dram.mapping import AddressMapper\n"
-        "from sieve.dram.presets import get_spec\n"
-        "m = AddressMapper(get_spec('hbm3-6400'), 'sieve')\n"
-        "try:\n"
-        "    m.decode([0, 64])\n"
-        "except Exception as e:\n"
-        "    print(type(e).__name__, '|', e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = _without("sieve.dram._mapping",
+                   "from sieve.dram.mapping import AddressMapper\n"
+                   "from sieve.dram.presets import get_spec\n"
+                   "AddressMapper(get_spec('hbm3-6400'), 'sieve').decode([0, 64])")
     assert out.startswith("NotBuiltError |") and "sieve.dram._mapping" in out
     assert "pip install -e ." in out and out.count("\n") == 1
