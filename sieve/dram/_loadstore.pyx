@@ -29,16 +29,12 @@ for _k in range(6):
     _HEX[65 + _k] = 10 + _k
 
 
-cdef inline int _hexval(uint8_t ch) noexcept nogil:
-    return _HEX[ch]
-
-
-cdef inline int64_t _scan(const uint8_t* s, const uint8_t* e, int64_t max_len, int64_t* addr,
-                          int* wr) noexcept nogil:
-    """_fast on the line that starts at s, found while parsing it (no memchr first): its
-    length (the bytes before its newline) when it is a plain request line whose newline is
-    before `e`, else -1 (the caller then finds the line and asks _fast and the reference
-    parser, so every verdict is theirs)."""
+cdef inline const uint8_t* _parse(const uint8_t* s, const uint8_t* e, int64_t* addr,
+                                  int* wr) noexcept nogil:
+    """Parse a plain request line from s, reading no byte at or past e: optional blanks, LD
+    or ST, blanks, 0x/0X and 1-15 hex digits or 1-18 decimal digits, optional blanks or
+    carriage returns. Where it stopped (the first byte after them), or NULL when the bytes
+    are not such a line's start; `addr` and `wr` are set when it returns non-NULL."""
     cdef const uint8_t* p = s
     cdef const uint8_t* j
     cdef int64_t v = 0
@@ -46,19 +42,19 @@ cdef inline int64_t _scan(const uint8_t* s, const uint8_t* e, int64_t max_len, i
     while p < e and (p[0] == 32 or p[0] == 9):
         p += 1
     if p + 2 > e:
-        return -1
+        return NULL
     if p[0] == 76 and p[1] == 68:        # "LD"
         wr[0] = 0
     elif p[0] == 83 and p[1] == 84:      # "ST"
         wr[0] = 1
     else:
-        return -1
+        return NULL
     p += 2
     j = p
     while p < e and (p[0] == 32 or p[0] == 9):
         p += 1
     if p == j:
-        return -1
+        return NULL
     if p + 1 < e and p[0] == 48 and (p[1] == 120 or p[1] == 88):   # "0x"
         p += 2
         j = p
@@ -69,77 +65,42 @@ cdef inline int64_t _scan(const uint8_t* s, const uint8_t* e, int64_t max_len, i
             v = v * 16 + d
             p += 1
             if p - j > 15:
-                return -1
+                return NULL
         if p == j:
-            return -1
+            return NULL
     else:
         j = p
         while p < e and 48 <= p[0] <= 57:
             v = v * 10 + (p[0] - 48)
             p += 1
             if p - j > 18:
-                return -1
+                return NULL
         if p == j:
-            return -1
+            return NULL
     while p < e and (p[0] == 32 or p[0] == 9 or p[0] == 13):
         p += 1
-    if p >= e or p[0] != 10 or p - s > max_len:
-        return -1
     addr[0] = v
+    return p
+
+
+cdef inline int64_t _scan(const uint8_t* s, const uint8_t* e, int64_t max_len, int64_t* addr,
+                          int* wr) noexcept nogil:
+    """_fast on the line that starts at s, found while parsing it (no memchr first): its
+    length (the bytes before its newline) when it is a plain request line whose newline is
+    before `e`, else -1 (the caller then finds the line and asks _fast and the reference
+    parser, so every verdict is theirs)."""
+    cdef const uint8_t* p = _parse(s, e, addr, wr)
+    if p == NULL or p >= e or p[0] != 10 or p - s > max_len:
+        return -1
     return p - s
 
 
 cdef inline int _fast(const uint8_t* s, int64_t n, int64_t max_len, int64_t* addr,
                       int* wr) noexcept nogil:
-    """1 and (address, write) when the line is a plain request line, else 0."""
-    cdef int64_t i = 0, j, v = 0
-    cdef int d
+    """1 and (address, write) when the n bytes at s are a plain request line, else 0."""
     if n > max_len:
         return 0
-    while i < n and (s[i] == 32 or s[i] == 9):
-        i += 1
-    if i + 2 > n:
-        return 0
-    if s[i] == 76 and s[i + 1] == 68:        # "LD"
-        wr[0] = 0
-    elif s[i] == 83 and s[i + 1] == 84:      # "ST"
-        wr[0] = 1
-    else:
-        return 0
-    i += 2
-    j = i
-    while i < n and (s[i] == 32 or s[i] == 9):
-        i += 1
-    if i == j:
-        return 0
-    if i + 1 < n and s[i] == 48 and (s[i + 1] == 120 or s[i + 1] == 88):   # "0x"
-        i += 2
-        j = i
-        while i < n:
-            d = _hexval(s[i])
-            if d < 0:
-                break
-            v = v * 16 + d
-            i += 1
-            if i - j > 15:
-                return 0
-        if i == j:
-            return 0
-    else:
-        j = i
-        while i < n and 48 <= s[i] <= 57:
-            v = v * 10 + (s[i] - 48)
-            i += 1
-            if i - j > 18:
-                return 0
-        if i == j:
-            return 0
-    while i < n and (s[i] == 32 or s[i] == 9 or s[i] == 13):
-        i += 1
-    if i != n:
-        return 0
-    addr[0] = v
-    return 1
+    return _parse(s, s + n, addr, wr) == s + n
 
 
 @cython.final
