@@ -560,7 +560,7 @@ cdef inline tick_t _rs_next_inject(RequestRun run, Lifecycle* lc, tick_t now) no
 
 
 cdef inline tick_t _channel_floor(RequestRun run, int c, int64_t chb,
-                                     tick_t now) noexcept nogil:
+                                  tick_t now) noexcept nogil:
     """A lower bound on the tick of any command channel c's controller could choose at
     `now`: its channel-level ready tick for ACT, PRE, RD and WR (every request candidate's
     tick is at least that of its command, aligned); `now` while a refresh of the channel is
