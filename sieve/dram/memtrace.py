@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-import zipfile
+import sys
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -390,6 +390,8 @@ class _BinaryMembers:
                     _check_dtype("addr", dt, self.who)
                     return [("addr", int(shape[0]), fh, dt)]
                 return self._structured(shape, dt, fh)
+            import zipfile  # only for .npz (its import is a few ms of every start)
+
             try:
                 self._zf = zipfile.ZipFile(self.path)
                 names = self._zf.namelist()
@@ -450,6 +452,13 @@ class _BinaryMembers:
             self._zf = None
 
 
+def _zip_errors() -> tuple:
+    """The archive errors to catch around a member's reads: zipfile's, once it is imported (a
+    .npz is opened with it; a plain .npy file cannot raise them)."""
+    zf = sys.modules.get("zipfile")
+    return (zf.BadZipFile,) if zf is not None else ()
+
+
 def _npy_header(fh, who: str) -> tuple[tuple, np.dtype]:
     """(shape, dtype) of the .npy stream at its start; refuses object dtypes and bad
     headers."""
@@ -465,7 +474,7 @@ def _npy_header(fh, who: str) -> tuple[tuple, np.dtype]:
             raise ValueError(f"format version {major} unknown")
     except (ValueError, SyntaxError, TypeError) as exc:
         raise TraceFormatError(f"{who}: not a valid .npy array ({exc})") from None
-    except zipfile.BadZipFile as exc:
+    except _zip_errors() as exc:
         raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
     if dt.hasobject:
         raise TraceFormatError(f"{who}: holds Python objects (dtype {dt}); a trace must be "
@@ -490,7 +499,7 @@ def _read_records(fh, dt: np.dtype, k: int, who: str, name: str) -> np.ndarray:
     want = k * dt.itemsize
     try:
         data = fh.read(want)
-    except zipfile.BadZipFile as exc:
+    except _zip_errors() as exc:
         raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
     if len(data) != want:
         raise TraceFormatError(f"{who}: truncated: {name if name != '__records__' else 'array'}"
@@ -504,7 +513,7 @@ def _check_end(members: list, who: str) -> None:
     for name, _, fh, _ in members:
         try:
             extra = fh.read(1)
-        except zipfile.BadZipFile as exc:
+        except _zip_errors() as exc:
             raise TraceFormatError(f"{who}: damaged archive ({exc})") from None
         if extra:
             what = "the array" if name == "__records__" else name
