@@ -168,16 +168,21 @@ cdef inline bint _rs_queue_full(RequestRun run, Lifecycle* lc, int64_t j,
         return run.queue_len[j] >= run.queue_size
 
 
+cdef inline bint _rs_may_forward(RequestRun run, Lifecycle* lc, int64_t p) noexcept nogil:
+    """Input request p could be served by a queued write (_rs_try_forward can be true): a
+    write is queued on its channel (ramulator2 with addresses fed); sieve: never."""
+    if Lifecycle is LcRamulator2:
+        return run.forward_writes and run.queue_len[run.n_ch + run.in_ch[p]] != 0
+    else:
+        return False
+
+
 cdef inline bint _rs_try_forward(RequestRun run, Lifecycle* lc, int64_t p,
                                  int64_t b) noexcept nogil:
     """Input request p (bank b, -1 = compute it) is served by a queued write of its address
     (ramulator2 with addresses fed: RequestRun._buffered_write); sieve: never."""
-    if Lifecycle is LcRamulator2:
-        # (the call only when a write is queued on its channel: never in a read-only trace)
-        return (run.forward_writes and run.queue_len[run.n_ch + run.in_ch[p]] != 0
-                and run._buffered_write(p, b))
-    else:
-        return False
+    # (the call only when a write is queued on its channel: never in a read-only trace)
+    return _rs_may_forward(run, lc, p) and run._buffered_write(p, b)
 
 
 cdef inline void _rs_retire(RequestRun run, Lifecycle* lc, int32_t r, int typ, int64_t b,
@@ -624,6 +629,9 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     break
                 c = run.in_ch[p]
                 typ = 1 if run.in_write[p] else 0
+                j = typ * n_ch + c
+                if _rs_queue_full(run, lc, j, now) and not _rs_may_forward(run, lc, p):
+                    break  # (the common stop: decided before the bank is computed)
                 q = <int64_t>c * pcs_per_ch + run.in_pc[p]
                 b = ((q * eng.cnt[2] + run.in_sid[p]) * eng.cnt[3] + run.in_bg[p]) \
                     * eng.cnt[4] + run.in_bank[p]
@@ -655,9 +663,8 @@ cdef int _request_loop(RequestRun run, Lifecycle* lc, RowPolicy* rp):
                     if rc != E_OK:
                         break
                     continue
-                j = typ * n_ch + c
                 if _rs_queue_full(run, lc, j, now):
-                    break
+                    break  # (a write was queued, but none of this address)
                 if run.n_free == 0 and run._grow() != 0:
                     rc = E_NOMEM
                     break
