@@ -670,6 +670,9 @@ class _Builder:
         self.req_gpu = np.zeros_like(r) if self.tp else r % self.n_gpus
         per = (r // (1 if self.tp else self.n_gpus))
         self.req_mb = per % self.o.microbatches
+        # whether each micro-batch holds a request on some GPU (none does for the second when
+        # the batch has no more requests than GPUs)
+        self.mb_held = [bool(np.any(self.req_mb == m)) for m in range(2)]
         self.tok_req = batch.token_request
         self.expert_gpu = (np.zeros(self.full.n_experts, dtype=np.int64) if self.tp else
                            np.repeat(np.arange(self.n_gpus), self.full.n_experts // self.n_gpus))
@@ -1011,11 +1014,14 @@ class _Builder:
         cost table (read when a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
-        watch = [self.sched_tasks.get((g, nxt, m)) for m in (mb, 1 - mb)] if nxt else []
+        # the micro-batches watched: those that hold a request on some GPU (one that holds
+        # none, B <= the GPUs, has no token to finish: its tasks' starts are lane order)
+        held = [m for m in (mb, 1 - mb) if self.mb_held[m]] or [mb, 1 - mb]
+        watch = [self.sched_tasks.get((g, nxt, m)) for m in held] if nxt else []
         if not watch or any(w is None for w in watch):
             return None
         if not self.tp:  # the next layer's collectives (docs/schedulers.md)
-            watch += [t for m in (mb, 1 - mb) for t in self.link_tasks.get((nxt, m), ())
+            watch += [t for m in held for t in self.link_tasks.get((nxt, m), ())
                       if t.name == "dispatch"]
         t0 = task.end_ns
         lt_of = self.model.layer_types
