@@ -993,7 +993,8 @@ class _Builder:
         """Two-batch overlap: ``f(on_pim)``, a split of this decision rated by the schedule's
         look ahead (:meth:`Schedule.lookahead`) from here to the next decisions of both
         micro-batches on this GPU and, under expert parallelism, the next layer's dispatches
-        of both micro-batches, the latest of their starts in ns from this decision's end
+        of both micro-batches (of those that hold a request on some GPU: ``mb_held``), the
+        latest of their starts in ns from this decision's end
         (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
         sampled layer has no decision. In the look: this split's expert tasks at its
         estimator's costs (:func:`sieve.sched.cp.split_cost`); every decision reached before
