@@ -486,14 +486,9 @@ def test_sieve_cp_under_tbo_on_a_colocated_batch_keeps_up_with_duplex():
     assert cp >= duplex
 
 
-@pytest.mark.parametrize("parallel, system, dispatches", (("tp", "1xb200", 0),
-                                                          ("ep", "2xb200", 2)))
-def test_the_look_watches_the_next_decisions_and_under_ep_the_next_dispatches(
-        parallel, system, dispatches):
-    """The look rates a split by when the last of its watched tasks starts: both
-    micro-batches' next decisions on this GPU and, under expert parallelism, both
-    micro-batches' dispatches of the next sampled layer (the link they queue on is every
-    GPU's; docs/schedulers.md)."""
+def _watched_by_looks(model, system, batch, parallel):
+    """A sieve-cp run of `model` under two-batch overlap (HH-RLHF) with every look's watched
+    tasks recorded as sorted (name, layer, micro-batch) lists; (the builder, the lists)."""
     from sieve.sched.cp import sieve_cp
     from sieve.system.dag import Schedule
 
@@ -506,10 +501,22 @@ def test_the_look_watches_the_next_decisions_and_under_ep_the_next_dispatches(
 
     Schedule.lookahead = spy_look
     try:
-        _spy_run(lambda load, est: sieve_cp(load, est), "gpt-oss-20b", system, 32,
-                 "hh-rlhf", parallel)
+        builder = _spy_run(lambda load, est: sieve_cp(load, est), model, system, batch,
+                           "hh-rlhf", parallel)
     finally:
         Schedule.lookahead = orig
+    return builder, watched
+
+
+@pytest.mark.parametrize("parallel, system, dispatches", (("tp", "1xb200", 0),
+                                                          ("ep", "2xb200", 2)))
+def test_the_look_watches_the_next_decisions_and_under_ep_the_next_dispatches(
+        parallel, system, dispatches):
+    """The look rates a split by when the last of its watched tasks starts: both
+    micro-batches' next decisions on this GPU and, under expert parallelism, both
+    micro-batches' dispatches of the next sampled layer (the link they queue on is every
+    GPU's; docs/schedulers.md)."""
+    _, watched = _watched_by_looks("gpt-oss-20b", system, 32, parallel)
     assert watched
     for w in watched:
         names = [x[0] for x in w]
@@ -522,26 +529,11 @@ def test_the_look_watches_no_micro_batch_that_holds_no_request():
     micro-batch is empty; the look then watches the first micro-batch's next decision and
     dispatch only: the empty one's tasks finish no token, and their starts are lane order
     (docs/schedulers.md, *A micro-batch that holds no request*)."""
-    from sieve.sched.cp import sieve_cp
-    from sieve.system.dag import Schedule
-
-    watched = []
-    orig = Schedule.lookahead
-
-    def spy_look(self, extra, watch, *a, **k):
-        watched.append(sorted((t.name, t.info["mb"]) for t in watch))
-        return orig(self, extra, watch, *a, **k)
-
-    Schedule.lookahead = spy_look
-    try:
-        builder = _spy_run(lambda load, est: sieve_cp(load, est), "gpt-oss-20b", "2xb200", 2,
-                           "hh-rlhf", "ep")
-    finally:
-        Schedule.lookahead = orig
+    builder, watched = _watched_by_looks("gpt-oss-20b", "2xb200", 2, "ep")
     assert builder.mb_held == [True, False]
     assert watched
     for w in watched:
-        assert w == [("dispatch", 0), ("scheduler", 0)]
+        assert [(name, mb) for name, _, mb in w] == [("dispatch", 0), ("scheduler", 0)]
 
 
 def test_sieve_cp_under_tbo_keeps_up_with_noexp_with_one_request_per_gpu():
