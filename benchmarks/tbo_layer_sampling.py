@@ -24,6 +24,15 @@ layer, through the experiment executor (``--jobs``, ``--store``); prints each me
 sampling error and sieve-cp's ratio to the best other method both ways.
 
     python benchmarks/tbo_layer_sampling.py --one-gpu duplex-logic-pim --max-batch 64 --jobs 2
+
+``--below VSTORE``: instead, the two-batch-overlap points where sieve-cp is below 0.99x the best
+other PIM method on 8 sampled layers, read from the run store of ``validate_methods.py
+--overlap tbo --store VSTORE`` (docs/validation.md, *sieve-cp against every PIM method*), every
+method of each re-run on every layer (``--jobs``, ``--store`` for these runs); prints both
+ratios per point and how many stay below. The stored runs' code digest is printed beside the
+current one (a stored run is only read here, never reused as a result of this code).
+
+    python benchmarks/tbo_layer_sampling.py --below /tmp/vstore --jobs 2 --store /tmp/every
 """
 
 from __future__ import annotations
@@ -78,6 +87,83 @@ def _sampled(model: str, k: int | None, neighbours: bool) -> list[int] | None:
     from sieve.model import get_model
     return None if k is None else step_mod._sampled_layers(get_model(model), k,
                                                            neighbours=neighbours)
+
+
+def _validation_points(vstore: str) -> tuple[dict, dict, set]:
+    """The two-batch-overlap runs of a ``validate_methods.py`` store on the sampled layers
+    (decisions charged): ``{point key: {method: tok/s/GPU}}``, ``{point key: {method: its
+    RunConfig}}`` and the code digests that made them. A point key is (PIM preset, model,
+    system, workload, colocated, prefill requests, batch)."""
+    import glob
+    import json
+    from collections import defaultdict
+
+    tput, cfgs, digests = defaultdict(dict), defaultdict(dict), set()
+    for f in sorted(glob.glob(f"{vstore}/runs/*.json")):
+        with open(f) as fh:
+            d = json.load(fh)
+        if d.get("format") != "sieve-run-record":
+            continue  # (the store's own index)
+        c = RunConfig.from_dict(d["point"]["run"])
+        if c.overlap != "tbo" or c.scheduler_ns is not None or c.layers is None:
+            continue
+        key = (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
+               c.colocated, c.n_prefill, c.batch)
+        tput[key][c.method] = d["row"]["throughput_tok_s_gpu"]
+        cfgs[key][c.method] = c
+        digests.add(d["sieve"]["code"])
+    return tput, cfgs, digests
+
+
+def below(vstore: str, jobs: int, store_dir: str | None) -> None:
+    """The sampled two-batch-overlap points below 0.99x on every layer (module doc,
+    ``--below``)."""
+    from dataclasses import replace
+
+    from sieve.experiments.config import code_digest
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point
+    from sieve.experiments.store import RunStore
+    from sieve.sched.methods import METHODS_MAIN
+
+    methods = [m for m in METHODS_MAIN if m != "gpu-only"]
+    others = [m for m in methods if m != "sieve-cp"]
+    tput, cfgs, digests = _validation_points(vstore)
+    full = {k: t for k, t in tput.items() if all(m in t for m in methods)}
+    if not full:
+        raise SystemExit(f"tbo_layer_sampling: no two-batch-overlap point with every method "
+                         f"in {vstore}/runs")
+    low = sorted((k for k, t in full.items()
+                  if t["sieve-cp"] / max(t[m] for m in others) < 0.99),
+                 key=lambda k: (k[0], full[k]["sieve-cp"] / max(full[k][m] for m in others)))
+    pts = [Point(replace(cfgs[k][m], layers=None)) for k in low for m in methods]
+    store = RunStore(store_dir) if store_dir else None
+    rows = [r.result.row for r in execute(pts, jobs=jobs, store=store, progress=True,
+                                          label="every layer").records]
+    every = {}
+    for p, r in zip(pts, rows):
+        c = p.config
+        key = (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
+               c.colocated, c.n_prefill, c.batch)
+        every.setdefault(key, {})[c.method] = r["throughput_tok_s_gpu"]
+    print(f"Stored runs: {len(full)} two-batch-overlap points of {vstore} (code "
+          f"{', '.join(sorted(d[:12] for d in digests))}; this code {code_digest()[:12]}); "
+          f"{len(low)} below 0.99x on the sampled layers.\n")
+    print("| preset | point | sampled: ratio | best other | every layer: ratio | best other "
+          "| sieve-cp every layer / sampled | best other every layer / sampled |")
+    print("|---|---|---|---|---|---|---|---|")
+    n_below = 0
+    for k in low:
+        t, e = full[k], every[k]
+        bs, be = max(others, key=lambda m: t[m]), max(others, key=lambda m: e[m])
+        rs, re_ = t["sieve-cp"] / t[bs], e["sieve-cp"] / e[be]
+        n_below += re_ < 0.99
+        preset, model, system, wl, coloc, npre, b = k
+        case = (" colocated" + (" stress" if npre else "")) if coloc else ""
+        print(f"| {preset} | {model} {system} {wl}{case} B={b} | {rs:.3f} | {bs} | "
+              f"{re_:.3f} | {be} | {e['sieve-cp'] / t['sieve-cp']:.3f} | "
+              f"{e[bs] / t[bs]:.3f} |")
+    print(f"\nBelow 0.99x: {len(low)} on the sampled layers, {n_below} of them on every layer.")
 
 
 def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
@@ -137,12 +223,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the all-layer runs (the long ones)")
     ap.add_argument("--one-gpu", metavar="PRESETS",
                     help="comma-separated PIM presets: the one-GPU --paper points instead")
-    ap.add_argument("--jobs", type=int, default=1, help="processes (--one-gpu)")
-    ap.add_argument("--store", help="resumable run store (--one-gpu)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes (--one-gpu, --below)")
+    ap.add_argument("--store", help="resumable run store (--one-gpu, --below)")
+    ap.add_argument("--below", metavar="VSTORE",
+                    help="the points below 0.99x of validate_methods.py's store, on every "
+                         "layer")
     ap.add_argument("--max-batch", type=int,
                     help="--one-gpu: the points of at most this batch (B = 128 and 256 on every "
                          "layer take about a minute a run)")
     args = ap.parse_args(argv)
+    if args.below:
+        below(args.below, args.jobs, args.store)
+        return 0
     if args.one_gpu:
         one_gpu(args.one_gpu.split(","), args.jobs, args.store, args.max_batch)
         return 0
