@@ -26,13 +26,15 @@ sampling error and sieve-cp's ratio to the best other method both ways.
     python benchmarks/tbo_layer_sampling.py --one-gpu duplex-logic-pim --max-batch 64 --jobs 2
 
 ``--below VSTORE``: instead, the two-batch-overlap points where sieve-cp is below 0.99x the best
-other PIM method on 8 sampled layers, read from the run store of ``validate_methods.py
---overlap tbo --store VSTORE`` (docs/validation.md, *sieve-cp against every PIM method*), every
-method of each re-run on every layer (``--jobs``, ``--store`` for these runs); prints both
-ratios per point and how many stay below. The stored runs' code digest is printed beside the
-current one (a stored run is only read here, never reused as a result of this code).
+other PIM method on 8 sampled layers (``--range LO,HI``: at LO-HI, default 0,0.99), read from
+the run store of ``validate_methods.py --overlap tbo --store VSTORE`` (docs/validation.md,
+*sieve-cp against every PIM method*), every method of each re-run on every layer (``--jobs``,
+``--store`` for these runs); prints both ratios per point and how many are below 0.99x on
+every layer. The stored runs' code digest is printed beside the current one (a stored run is
+only read here, never reused as a result of this code).
 
     python benchmarks/tbo_layer_sampling.py --below /tmp/vstore --jobs 2 --store /tmp/every
+    python benchmarks/tbo_layer_sampling.py --below /tmp/vstore --range 0.99,1 --jobs 2 ...
 """
 
 from __future__ import annotations
@@ -115,9 +117,10 @@ def _validation_points(vstore: str) -> tuple[dict, dict, set]:
     return tput, cfgs, digests
 
 
-def below(vstore: str, jobs: int, store_dir: str | None) -> None:
-    """The sampled two-batch-overlap points below 0.99x on every layer (module doc,
-    ``--below``)."""
+def below(vstore: str, jobs: int, store_dir: str | None,
+          lo: float = 0.0, hi: float = 0.99) -> None:
+    """The sampled two-batch-overlap points at ``lo``-``hi`` x (below 0.99x by default) on
+    every layer (module doc, ``--below``)."""
     from dataclasses import replace
 
     from sieve.experiments.config import code_digest
@@ -134,7 +137,7 @@ def below(vstore: str, jobs: int, store_dir: str | None) -> None:
         raise SystemExit(f"tbo_layer_sampling: no two-batch-overlap point with every method "
                          f"in {vstore}/runs")
     low = sorted((k for k, t in full.items()
-                  if t["sieve-cp"] / max(t[m] for m in others) < 0.99),
+                  if lo <= t["sieve-cp"] / max(t[m] for m in others) < hi),
                  key=lambda k: (k[0], full[k]["sieve-cp"] / max(full[k][m] for m in others)))
     pts = [Point(replace(cfgs[k][m], layers=None)) for k in low for m in methods]
     store = RunStore(store_dir) if store_dir else None
@@ -148,7 +151,7 @@ def below(vstore: str, jobs: int, store_dir: str | None) -> None:
         every.setdefault(key, {})[c.method] = r["throughput_tok_s_gpu"]
     print(f"Stored runs: {len(full)} two-batch-overlap points of {vstore} (code "
           f"{', '.join(sorted(d[:12] for d in digests))}; this code {code_digest()[:12]}); "
-          f"{len(low)} below 0.99x on the sampled layers.\n")
+          f"{len(low)} at {lo:g}-{hi:g}x on the sampled layers.\n")
     print("| preset | point | sampled: ratio | best other | every layer: ratio | best other "
           "| sieve-cp every layer / sampled | best other every layer / sampled |")
     print("|---|---|---|---|---|---|---|---|")
@@ -163,7 +166,8 @@ def below(vstore: str, jobs: int, store_dir: str | None) -> None:
         print(f"| {preset} | {model} {system} {wl}{case} B={b} | {rs:.3f} | {bs} | "
               f"{re_:.3f} | {be} | {e['sieve-cp'] / t['sieve-cp']:.3f} | "
               f"{e[bs] / t[bs]:.3f} |")
-    print(f"\nBelow 0.99x: {len(low)} on the sampled layers, {n_below} of them on every layer.")
+    print(f"\nPoints at {lo:g}-{hi:g}x on the sampled layers: {len(low)}; below 0.99x on every "
+          f"layer: {n_below}.")
 
 
 def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
@@ -228,12 +232,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--below", metavar="VSTORE",
                     help="the points below 0.99x of validate_methods.py's store, on every "
                          "layer")
+    ap.add_argument("--range", default="0,0.99", metavar="LO,HI",
+                    help="--below: the points whose sampled ratio is at LO-HI (default 0,0.99)")
     ap.add_argument("--max-batch", type=int,
                     help="--one-gpu: the points of at most this batch (B = 128 and 256 on every "
                          "layer take about a minute a run)")
     args = ap.parse_args(argv)
     if args.below:
-        below(args.below, args.jobs, args.store)
+        try:
+            lo, hi = (float(x) for x in args.range.split(","))
+        except ValueError:
+            ap.error(f"--range: two numbers LO,HI, got {args.range!r}")
+        below(args.below, args.jobs, args.store, lo, hi)
         return 0
     if args.one_gpu:
         one_gpu(args.one_gpu.split(","), args.jobs, args.store, args.max_batch)
