@@ -91,11 +91,16 @@ def _sampled(model: str, k: int | None, neighbours: bool) -> list[int] | None:
                                                            neighbours=neighbours)
 
 
+def _point_key(c: RunConfig) -> tuple:
+    """(PIM preset, model, system, workload, colocated, prefill requests, batch)."""
+    return (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
+            c.colocated, c.n_prefill, c.batch)
+
+
 def _validation_points(vstore: str) -> tuple[dict, dict, set]:
     """The two-batch-overlap runs of a ``validate_methods.py`` store on the sampled layers
     (decisions charged): ``{point key: {method: tok/s/GPU}}``, ``{point key: {method: its
-    RunConfig}}`` and the code digests that made them. A point key is (PIM preset, model,
-    system, workload, colocated, prefill requests, batch)."""
+    RunConfig}}`` and the code digests that made them (point keys: :func:`_point_key`)."""
     import glob
     import json
     from collections import defaultdict
@@ -109,8 +114,7 @@ def _validation_points(vstore: str) -> tuple[dict, dict, set]:
         c = RunConfig.from_dict(d["point"]["run"])
         if c.overlap != "tbo" or c.scheduler_ns is not None or c.layers is None:
             continue
-        key = (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
-               c.colocated, c.n_prefill, c.batch)
+        key = _point_key(c)
         tput[key][c.method] = d["row"]["throughput_tok_s_gpu"]
         cfgs[key][c.method] = c
         digests.add(d["sieve"]["code"])
@@ -145,10 +149,7 @@ def below(vstore: str, jobs: int, store_dir: str | None,
                                           label="every layer").records]
     every = {}
     for p, r in zip(pts, rows):
-        c = p.config
-        key = (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
-               c.colocated, c.n_prefill, c.batch)
-        every.setdefault(key, {})[c.method] = r["throughput_tok_s_gpu"]
+        every.setdefault(_point_key(p.config), {})[p.config.method] = r["throughput_tok_s_gpu"]
     print(f"Stored runs: {len(full)} two-batch-overlap points of {vstore} (code "
           f"{', '.join(sorted(d[:12] for d in digests))}; this code {code_digest()[:12]}); "
           f"{len(low)} at {lo:g}-{hi:g}x on the sampled layers.\n")

@@ -364,3 +364,48 @@ def test_two_microbatch_sample_on_any_layer_pattern(pattern, dense, n, k, seed):
             _layer_context(m, i) for i in range(1, n - 1) if i not in picks}:
         assert _scaled_layers_ns(m, picks, ends(picks), True) == pytest.approx(exact,
                                                                               rel=1e-9)
+
+
+@pytest.mark.slow
+def test_tbo_layer_sampling_below_reruns_a_validation_store_on_every_layer(tmp_path, capsys):
+    """benchmarks/tbo_layer_sampling.py --below (docs/validation.md, *The points below on every
+    layer*): reads the two-batch-overlap runs of a validate_methods.py store, picks the points
+    by their sampled ratio (``--range``), runs every method of each on every layer and prints
+    both ratios; a store without such runs is refused."""
+    import importlib.util
+    from dataclasses import replace
+    from pathlib import Path
+
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point
+    from sieve.experiments.store import RunStore
+    from sieve.system.run import RunConfig, simulate_run
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tbo_layer_sampling.py"
+    spec = importlib.util.spec_from_file_location("tbo_layer_sampling", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(SystemExit, match="no two-batch-overlap point"):
+        mod.below(str(tmp_path / "empty"), 1, None)
+    methods = ("noexp", "allexp", "pimoe", "duplex", "sieve", "sieve-cp")
+    base = RunConfig(model="qwen3-30b-a3b", system="1xb200", batch=1, method="noexp",
+                     overlap="tbo", steps=1, warmup=1, layers=8,
+                     system_overrides=(("memory", "attacc-hbm3-pim"),))
+    vstore = tmp_path / "vstore"
+    execute([Point(replace(base, method=m)) for m in methods], jobs=1,
+            store=RunStore(vstore), progress=False)
+    tput, cfgs, _ = mod._validation_points(str(vstore))
+    assert list(tput) == [("attacc-hbm3-pim", "qwen3-30b-a3b", "1xb200", "hh-rlhf", False,
+                           None, 1)]
+    assert set(tput[next(iter(tput))]) == set(methods)
+    mod.below(str(vstore), 1, None, 0.0, 10.0)
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("| attacc-hbm3-pim |")]
+    assert len(rows) == 1 and "Points at 0-10x on the sampled layers: 1;" in out
+    every = {m: simulate_run(replace(base, method=m, layers=None)).row["throughput_tok_s_gpu"]
+             for m in methods}
+    best = max(methods[:-1], key=every.get)
+    assert rows[0].split(" | ")[4] == f"{every['sieve-cp'] / every[best]:.3f}"
+    assert rows[0].split(" | ")[5] == best
+    mod.below(str(vstore), 1, None, 5.0, 10.0)  # a range that holds no point
+    assert "on the sampled layers: 0;" in capsys.readouterr().out
