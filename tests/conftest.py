@@ -23,6 +23,17 @@ def shared_trace(*parts: str) -> Path:
     return path
 
 
+def benchmark_module(name: str):
+    """The script benchmarks/<name>.py loaded as a module (the benchmarks are not a
+    package), for the tests that check what a script generates or computes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.fixture
 def rng():
     import numpy as np

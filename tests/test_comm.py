@@ -191,18 +191,16 @@ def test_comm_hold_out_errors_stay_within_the_published_bounds():
 
 def test_docs_validation_sections_are_current():
     """docs/validation.md's generated sections equal a fresh run of the generator."""
-    import importlib.util
     import re
     from pathlib import Path
+
+    from conftest import benchmark_module
 
     root = Path(__file__).resolve().parents[1]
     doc = root / "docs" / "validation.md"
     if not doc.exists():
         pytest.skip("docs/validation.md absent")
-    spec = importlib.util.spec_from_file_location(
-        "validate_costmodels", root / "benchmarks" / "validate_costmodels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("validate_costmodels")
     text = doc.read_text()
     for name, fresh in (("gpu", mod.gpu_section()), ("comm", mod.comm_section())):
         m = re.search(rf"<!-- costmodels:{name}:begin.*?<!-- costmodels:{name}:end -->", text,

@@ -372,19 +372,16 @@ def test_tbo_layer_sampling_below_reruns_a_validation_store_on_every_layer(tmp_p
     layer*): reads the two-batch-overlap runs of a validate_methods.py store, picks the points
     by their sampled ratio (``--range``), runs every method of each on every layer and prints
     both ratios; a store without such runs is refused."""
-    import importlib.util
     from dataclasses import replace
-    from pathlib import Path
+
+    from conftest import benchmark_module
 
     from sieve.experiments.executor import execute
     from sieve.experiments.points import Point
     from sieve.experiments.store import RunStore
     from sieve.system.run import RunConfig, simulate_run
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tbo_layer_sampling.py"
-    spec = importlib.util.spec_from_file_location("tbo_layer_sampling", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("tbo_layer_sampling")
     with pytest.raises(SystemExit, match="no two-batch-overlap point"):
         mod.below(str(tmp_path / "empty"), 1, None)
     methods = ("noexp", "allexp", "pimoe", "duplex", "sieve", "sieve-cp")

@@ -254,13 +254,9 @@ def test_tbo_splits_steady_state_window():
     no lane is busy longer than the period (a shared lane's concurrent loads count once), the
     period is the first decider's decision spacing, and a window over layers the step did not
     simulate is refused with the simulated layers named."""
-    import importlib.util
-    from pathlib import Path
+    from conftest import benchmark_module
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tbo_splits.py"
-    spec = importlib.util.spec_from_file_location("tbo_splits", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("tbo_splits")
     cfg = RunConfig(model="qwen3-30b-a3b", system="1xb200", method="duplex", batch=32, steps=1,
                     warmup=1, layers=4, overlap="tbo")
     _, parts, step = mod.splits(cfg)

@@ -347,18 +347,16 @@ def test_analytic_estimate_is_close_to_the_engine(name):
 
 def test_validation_section_is_current():
     """docs/validation.md's PIM section equals a fresh run of benchmarks/pim_report.py."""
-    import importlib.util
     import re
     from pathlib import Path
+
+    from conftest import benchmark_module
 
     root = Path(__file__).resolve().parents[1]
     doc = root / "docs" / "validation.md"
     if not doc.exists():
         pytest.skip("docs/validation.md absent")
-    spec = importlib.util.spec_from_file_location("pim_report", root / "benchmarks" /
-                                                  "pim_report.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("pim_report")
     m = re.search(r"<!-- pimk:begin.*?<!-- pimk:end -->", doc.read_text(), re.DOTALL)
     assert m, "PIM kernels section missing from docs/validation.md"
     assert m.group(0) == mod.section(), f"docs/validation.md PIM section is stale: {mod.CMD}"

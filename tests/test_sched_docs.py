@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_scheduler_validation_section_is_current():
     doc = ROOT / "docs" / "validation.md"
-    spec = importlib.util.spec_from_file_location("sched_report",
-                                                  ROOT / "benchmarks" / "sched_report.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("sched_report")
     m = re.search(r"<!-- sched:begin.*?<!-- sched:end -->", doc.read_text(), re.DOTALL)
     assert m, "Schedulers section missing from docs/validation.md"
     assert m.group(0) == mod.section(figure=None), f"stale: run {mod.CMD}"

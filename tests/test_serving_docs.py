@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 def test_serving_validation_section_is_current():
-    spec = importlib.util.spec_from_file_location("validate_serving",
-                                                  ROOT / "benchmarks" / "validate_serving.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_module("validate_serving")
     doc = (ROOT / "docs" / "validation.md").read_text()
     m = re.search(r"<!-- serving:begin.*?<!-- serving:end -->", doc, re.DOTALL)
     assert m, "serving section missing from docs/validation.md"
