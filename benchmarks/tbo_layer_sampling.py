@@ -91,6 +91,15 @@ def _sampled(model: str, k: int | None, neighbours: bool) -> list[int] | None:
                                                            neighbours=neighbours)
 
 
+def _pim_methods() -> tuple[list[str], list[str]]:
+    """The main job's PIM methods (GPU-only keeps attention on the GPU), and those but
+    sieve-cp: the methods its ratio is taken against."""
+    from sieve.sched.methods import METHODS_MAIN
+
+    methods = [m for m in METHODS_MAIN if m != "gpu-only"]
+    return methods, [m for m in methods if m != "sieve-cp"]
+
+
 def _point_key(c: RunConfig) -> tuple:
     """(PIM preset, model, system, workload, colocated, prefill requests, batch)."""
     return (dict(c.system_overrides).get("memory"), c.model, c.system, c.workload,
@@ -131,10 +140,8 @@ def below(vstore: str, jobs: int, store_dir: str | None,
     from sieve.experiments.executor import execute
     from sieve.experiments.points import Point
     from sieve.experiments.store import RunStore
-    from sieve.sched.methods import METHODS_MAIN
 
-    methods = [m for m in METHODS_MAIN if m != "gpu-only"]
-    others = [m for m in methods if m != "sieve-cp"]
+    methods, others = _pim_methods()
     tput, cfgs, digests = _validation_points(vstore)
     full = {k: t for k, t in tput.items() if all(m in t for m in methods)}
     if not full:
@@ -183,10 +190,8 @@ def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
     from sieve.experiments.executor import execute
     from sieve.experiments.points import Point, paper_points
     from sieve.experiments.store import RunStore
-    from sieve.sched.methods import METHODS_MAIN
 
-    methods = [m for m in METHODS_MAIN if m != "gpu-only"]
-    others = [m for m in methods if m != "sieve-cp"]
+    methods, others = _pim_methods()
     store = RunStore(store_dir) if store_dir else None
     for preset in presets:
         pts = [Point(replace(p.config, overlap="tbo", layers=k,
