@@ -43,6 +43,8 @@ import argparse
 import contextlib
 import time
 
+import numpy as np
+
 import sieve.system.run as run_mod
 import sieve.system.step as step_mod
 from sieve.system.run import RunConfig, simulate_run
@@ -164,11 +166,14 @@ def below(vstore: str, jobs: int, store_dir: str | None,
           "| sieve-cp every layer / sampled | best other every layer / sampled |")
     print("|---|---|---|---|---|---|---|---|")
     n_below = 0
+    ratios, moved = [], []  # every layer's ratio, and its change from the sampled one
     for k in low:
         t, e = full[k], every[k]
         bs, be = max(others, key=lambda m: t[m]), max(others, key=lambda m: e[m])
         rs, re_ = t["sieve-cp"] / t[bs], e["sieve-cp"] / e[be]
         n_below += re_ < 0.99
+        ratios.append(re_)
+        moved.append(re_ / rs - 1.0)
         preset, model, system, wl, coloc, npre, b = k
         case = (" colocated" + (" stress" if npre else "")) if coloc else ""
         print(f"| {preset} | {model} {system} {wl}{case} B={b} | {rs:.3f} | {bs} | "
@@ -176,6 +181,11 @@ def below(vstore: str, jobs: int, store_dir: str | None,
               f"{e[bs] / t[bs]:.3f} |")
     print(f"\nPoints at {lo:g}-{hi:g}x on the sampled layers: {len(low)}; below 0.99x on every "
           f"layer: {n_below}.")
+    if ratios:
+        rms = float(np.sqrt(np.mean(np.square(moved))))
+        print(f"On every layer the ratio is {min(ratios):.3f} / {float(np.median(ratios)):.3f} / "
+              f"{max(ratios):.3f} (min / median / max); it moved from the sampled ratio by "
+              f"{100 * min(moved):+.1f} % to {100 * max(moved):+.1f} % (rms {100 * rms:.2f} %).")
 
 
 def one_gpu(presets: list[str], jobs: int, store_dir: str | None,

@@ -404,5 +404,14 @@ def test_tbo_layer_sampling_below_reruns_a_validation_store_on_every_layer(tmp_p
     best = max(methods[:-1], key=every.get)
     assert rows[0].split(" | ")[4] == f"{every['sieve-cp'] / every[best]:.3f}"
     assert rows[0].split(" | ")[5] == best
+    # the summary: one point, so its ratio is the min, median and max, and its move is the
+    # every-layer ratio over the sampled one
+    r = rows[0].split(" | ")[4]
+    assert f"the ratio is {r} / {r} / {r} (min / median / max)" in out
+    t = tput[next(iter(tput))]
+    moved = (every["sieve-cp"] / every[best]) / (t["sieve-cp"] / max(t[m] for m in methods[:-1]))
+    moved -= 1.0
+    assert f"by {100 * moved:+.1f} % to {100 * moved:+.1f} % (rms {100 * abs(moved):.2f} %)" in out
     mod.below(str(vstore), 1, None, 5.0, 10.0)  # a range that holds no point
-    assert "on the sampled layers: 0;" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "on the sampled layers: 0;" in out and "the ratio is" not in out
