@@ -195,8 +195,6 @@ def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
     from collections import defaultdict
     from dataclasses import replace
 
-    import numpy as np
-
     from sieve.experiments.executor import execute
     from sieve.experiments.points import Point, paper_points
     from sieve.experiments.store import RunStore
