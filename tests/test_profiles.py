@@ -61,6 +61,36 @@ def test_registry_holds_the_documented_profiles_and_lookup_is_case_insensitive()
         assert p.source, p.name
 
 
+def test_registry_builds_a_profile_on_first_use_and_keeps_it():
+    """Importing the workload package builds no profile and imports no scipy.special (0.2 s
+    on the 2-core sandbox): a command that refuses its arguments, or `sieve model`, does not
+    pay for hh-rlhf's solve. Checked in a fresh interpreter; a profile is built once."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import sieve.workload\n"
+        "from sieve.workload.profiles import PROFILES\n"
+        "assert 'scipy.special' not in sys.modules, 'imported at import'\n"
+        "assert not PROFILES._built, PROFILES._built\n"
+        "p = PROFILES['fixed']\n"
+        "assert PROFILES['fixed'] is p and list(PROFILES._built) == ['fixed']\n"
+        "assert 'scipy.special' not in sys.modules, 'imported by fixed'\n"
+        "h = PROFILES['hh-rlhf']\n"
+        "assert 'scipy.special' in sys.modules and PROFILES['hh-rlhf'] is h\n"
+        "print(len(PROFILES), 'hh-rlhf' in PROFILES, 'nosuch' in PROFILES)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["6", "True", "False"]
+    with pytest.raises(KeyError):
+        PROFILES["nosuch"]
+    with pytest.raises(ConfigError, match="known: .*hh-rlhf"):
+        get_profile("nosuch")
+
+
 @pytest.mark.parametrize("name,isl,osl", [("inferencemax-1k1k", 1024, 1024),
                                           ("inferencemax-1k8k", 1024, 8192),
                                           ("inferencemax-8k1k", 8192, 1024)])

@@ -16,14 +16,13 @@ parameters below and in docs/workloads.md. ⚠ marks an assumption (no published
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
 
 from sieve.errors import ConfigError, choices, lookup
 from sieve.validate import parse_document, read_text
@@ -239,6 +238,8 @@ class Uniform(LengthDist):
 def _interval_probs(z: np.ndarray) -> np.ndarray:
     """``Phi(z[i + 1]) - Phi(z[i])`` for increasing edges ``z``, accurate in both tails (upper
     intervals are differenced on the survival function)."""
+    from scipy.special import ndtr  # (here: scipy.special takes ~0.2 s to import)
+
     lo, hi = z[:-1], z[1:]
     upper = lo > 0
     return np.where(upper, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
@@ -698,14 +699,47 @@ def _imax_profile(isl: int, osl: int, label: str) -> Profile:
                           "(serving-anchors.md §1)")
 
 
-#: Registered profiles (plain dict, looked up with :func:`get_profile`).
-PROFILES: dict[str, Profile] = {p.name: p for p in (
-    _hh_profile(),
-    _math_profile(),
-    _imax_profile(1024, 1024, "1k1k"),
-    _imax_profile(1024, 8192, "1k8k"),
-    _imax_profile(8192, 1024, "8k1k"),
+class _Registry(Mapping[str, "Profile"]):
+    """The registered profiles by name, each built on first use and then kept (a mapping
+    like a dict: iteration, ``in``, ``[]``). Building hh-rlhf solves for its response median
+    on the length tables and needs scipy.special; a command that refuses its arguments or
+    uses another profile does not pay for that."""
+
+    def __init__(self, builders: dict[str, Callable[[], Profile]]):
+        self._builders = builders
+        self._built: dict[str, Profile] = {}
+
+    def __getitem__(self, name: str) -> Profile:
+        p = self._built.get(name)
+        if p is None:
+            p = self._builders[name]()  # KeyError for an unknown name, as a dict
+            if p.name != name:
+                raise AssertionError(f"profile registry: {name!r} built {p.name!r}")
+            self._built[name] = p
+        return p
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builders
+
+    def __repr__(self) -> str:
+        return f"<profile registry: {', '.join(self._builders)}>"
+
+
+#: Registered profiles (a read-only mapping, each built on first use; looked up with
+#: :func:`get_profile`).
+PROFILES: Mapping[str, Profile] = _Registry({
+    "hh-rlhf": _hh_profile,
+    "math-500": _math_profile,
+    "inferencemax-1k1k": lambda: _imax_profile(1024, 1024, "1k1k"),
+    "inferencemax-1k8k": lambda: _imax_profile(1024, 8192, "1k8k"),
+    "inferencemax-8k1k": lambda: _imax_profile(8192, 1024, "8k1k"),
     # placeholder lengths for "fixed": InferenceMAX's nominal 1k/1k; give your own with
     # fixed_profile(P, O) or the spec "fixed:P/O"
-    fixed_profile(1024, 1024, name="fixed"),
-)}
+    "fixed": lambda: fixed_profile(1024, 1024, name="fixed"),
+})

@@ -32,7 +32,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaincinv, log_ndtr
 
 from sieve.errors import ConfigError, lookup
 from sieve.validate import check_int, check_memory, check_name, check_sequence
@@ -236,6 +235,8 @@ class RouterShape:
 def dirichlet_logits(alpha: float, uniforms: np.ndarray) -> np.ndarray:
     """``log`` of Gamma(alpha) variates from uniforms (inverse CDF, so a fixed stream of uniforms
     gives a smooth function of alpha): normalised, ``exp`` of a row is Dirichlet(alpha)."""
+    from scipy.special import gammaincinv  # (here: scipy.special takes ~0.2 s to import)
+
     g = gammaincinv(alpha, uniforms)
     return np.log(np.maximum(g, 1e-300))
 
@@ -269,6 +270,8 @@ def _ar1(state: np.ndarray, eps: np.ndarray, a: float, b: float):
 
 def _gumbel(u: np.ndarray) -> np.ndarray:
     """Standard-normal -> standard-Gumbel quantile transform (monotone)."""
+    from scipy.special import log_ndtr
+
     return -np.log(-log_ndtr(u))
 
 
