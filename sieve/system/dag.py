@@ -344,12 +344,13 @@ class Schedule:
                 kind[lane] = sh
                 return sh
 
+        # a ready task's latest predecessor end: its predecessors have all ended (in the
+        # schedule or in the look) when it becomes ready, so this is final; kept per task so
+        # that the repeated earliest() of a task in the heap reads only its lanes
+        dep_end: dict[int, float] = {}
+
         def earliest(t: Task) -> float:  # as _earliest, on the look's state
-            s = 0.0
-            for d in (*t.deps, *more.get(id(t), ())):
-                e = end.get(id(d), d.end_ns)
-                if e > s:
-                    s = e
+            s = dep_end[id(t)]
             sh = shared(t.lanes[0]) if len(t.lanes) == 1 else None
             if sh is not None:
                 return max(s, sh.clock)
@@ -370,6 +371,16 @@ class Schedule:
         heap: list[tuple[float, int, int, Task]] = []
 
         def ready(t: Task) -> None:
+            s = 0.0
+            for d in t.deps:
+                e = end.get(id(d), d.end_ns)
+                if e > s:
+                    s = e
+            for d in more.get(id(t), ()):
+                e = end.get(id(d), d.end_ns)
+                if e > s:
+                    s = e
+            dep_end[id(t)] = s
             heapq.heappush(heap, (earliest(t), t.priority, t.id, t))
 
         def done(t: Task) -> bool:
@@ -398,11 +409,12 @@ class Schedule:
 
         def finish(t: Task, at: float) -> None:
             end[id(t)] = at
-            for s in (*t._succ, *succ.get(id(t), ())):
-                n = left.get(id(s), s._left) - 1
-                left[id(s)] = n
-                if n == 0 and (not s.pending or id(s) in released):
-                    ready(s)
+            for group in (t._succ, succ.get(id(t), ())):
+                for s in group:
+                    n = left.get(id(s), s._left) - 1
+                    left[id(s)] = n
+                    if n == 0 and (not s.pending or id(s) in released):
+                        ready(s)
 
         for t in self._ready:
             ready(t)
@@ -423,7 +435,8 @@ class Schedule:
                     break
                 heapq.heapreplace(heap, (e, pr, i, t))
             lim = heap[0][0] + 1e-9 * max(abs(heap[0][0]), 1.0) if heap else 0.0
-            if any(j < len(heap) and heap[j][0] <= lim for j in (1, 2)):
+            n_heap = len(heap)
+            if (n_heap > 1 and heap[1][0] <= lim) or (n_heap > 2 and heap[2][0] <= lim):
                 # keys within rounding of it (the top's children hold the next least), taken
                 # afresh: the true minimum on top
                 near = []
