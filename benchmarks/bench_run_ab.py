@@ -15,6 +15,11 @@ the median over pairs of the per-pair ratio new / base; on a noisy machine the p
 is the number to quote (docs/performance.md).
 
     python benchmarks/bench_run_ab.py --baseline DIR [--pairs 5] [--allow-diff]
+    python benchmarks/bench_run_ab.py --baseline DIR --points look   # sieve-cp's look
+
+``--points look`` times instead the points where sieve-cp's look ahead under two-batch
+overlap (:meth:`sieve.system.dag.Schedule.lookahead`) takes most of a run: expert parallelism
+over four and eight GPUs at large batches, 8 sampled layers.
 """
 
 from __future__ import annotations
@@ -40,9 +45,19 @@ POINTS = (
     ("gpt-oss-120b 4xb200 duplex B=64, sequential, 4 layers",
      dict(model="gpt-oss-120b", system="4xb200", method="duplex", batch=64, layers=4)),
 )
+#: ``--points look``: sieve-cp under two-batch overlap where its look ahead is most of the run
+LOOK_POINTS = (
+    ("gpt-oss-120b 4xb200 sieve-cp B=64, tbo, 8 layers",
+     dict(model="gpt-oss-120b", system="4xb200", method="sieve-cp", batch=64,
+          overlap="tbo", layers=8)),
+    ("qwen3.5-397b-a17b 8xb200 sieve-cp B=256, tbo, 8 layers",
+     dict(model="qwen3.5-397b-a17b", system="8xb200", method="sieve-cp", batch=256,
+          overlap="tbo", layers=8)),
+)
+POINT_SETS = {"default": POINTS, "look": LOOK_POINTS}
 
 
-def worker() -> list[dict]:
+def worker(points=POINTS) -> list[dict]:
     from sieve.system.run import RunConfig, simulate_run
 
     def cfg(kw):
@@ -54,7 +69,7 @@ def worker() -> list[dict]:
     simulate_run(RunConfig(model="gpt-oss-20b", system="1xb200", method="allexp", batch=1,
                            steps=1, warmup=0, layers=1))
     out = []
-    for label, kw in POINTS:
+    for label, kw in points:
         w0, c0 = time.perf_counter(), time.process_time()
         row = simulate_run(cfg(kw)).row
         out.append({"point": label, "wall_s": time.perf_counter() - w0,
@@ -73,10 +88,13 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--allow-diff", action="store_true",
                     help="do not stop when the two builds' results differ")
+    ap.add_argument("--points", choices=sorted(POINT_SETS), default="default",
+                    help="which points (default: the module's POINTS; look: sieve-cp's look)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    points = POINT_SETS[args.points]
     if args.worker:
-        print(json.dumps(worker()))
+        print(json.dumps(worker(points)))
         return 0
     if not args.baseline or not (Path(args.baseline) / "sieve").is_dir():
         print(f"bench_run_ab: --baseline must name a sieve checkout, got {args.baseline!r}",
@@ -88,7 +106,8 @@ def main(argv=None) -> int:
     for i in range(args.pairs):
         for tag, root in (builds if i % 2 == 0 else builds[::-1]):
             env = dict(os.environ, PYTHONPATH=str(root))
-            p = subprocess.run([sys.executable, __file__, "--worker"], capture_output=True,
+            p = subprocess.run([sys.executable, __file__, "--worker", "--points", args.points],
+                               capture_output=True,
                                text=True, env=env, check=True)
             got[tag].append(json.loads(p.stdout))
     print(f"# {platform.machine()}, {platform.python_implementation()} "
@@ -97,7 +116,7 @@ def main(argv=None) -> int:
     print("| point | base wall s | base CPU s | new wall s | new CPU s | new / base (median of "
           "pairs: wall, CPU) |")
     print("|---|---|---|---|---|---|")
-    for j, (label, _) in enumerate(POINTS):
+    for j, (label, _) in enumerate(points):
         b = [run[j] for run in got["base"]]
         n = [run[j] for run in got["new"]]
         if not args.allow_diff and any(x["throughput"] != y["throughput"] for x, y in zip(b, n)):
