@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_trace import make_trace  # (this folder is on sys.path when run as a script)
+
 #: (label, sieve arguments, expected exit code); TRACE is replaced by a 1,000-line trace file.
 COMMANDS = [
     ("model", ["model", "qwen3-30b-a3b"], 0),
@@ -51,8 +53,8 @@ def cpu_of(cmd: list[str], env: dict, want_rc: int, cwd: Path) -> float:
     return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def fmt(v: list[float], unit: float = 1.0, digits: int = 3) -> str:
-    return " / ".join(f"{x * unit:.{digits}f}" for x in (min(v), statistics.median(v), max(v)))
+def fmt(v: list[float], digits: int = 3) -> str:
+    return " / ".join(f"{x:.{digits}f}" for x in (min(v), statistics.median(v), max(v)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,12 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give one or two --tree and --rounds >= 1")
     work = Path(tempfile.mkdtemp(prefix="sieve-bench-startup-"))
     trace = work / "r1k.trace"
-    with open(trace, "w") as f:  # uniform random 64 B-aligned reads (bench_trace.py's law)
-        import random
-
-        rng = random.Random(12345)
-        for _ in range(1000):
-            f.write(f"LD {rng.randrange(1 << 24) * 64:#x}\n")
+    make_trace("rand", 1000, trace)  # bench_trace.py's uniform random 64 B-aligned reads
     base = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     base.pop("PYTHONDONTWRITEBYTECODE", None)
     trees = [t.resolve() for t in args.tree]
