@@ -35,6 +35,14 @@ only read here, never reused as a result of this code).
 
     python benchmarks/tbo_layer_sampling.py --below /tmp/vstore --jobs 2 --store /tmp/every
     python benchmarks/tbo_layer_sampling.py --below /tmp/vstore --range 0.99,1 --jobs 2 ...
+
+``--setup MODEL``: the decode points of ``sieve run --paper`` of one model (its Figure 9
+setup, both datasets; ``--min-batch``: B at least that) on every layer, every PIM method, on
+each preset (``--presets``, default the five of ``validate_methods.py``): sieve-cp over the best
+other method per point, without a sampled store to choose the points from.
+
+    python benchmarks/tbo_layer_sampling.py --setup gpt-oss-120b --min-batch 64 --jobs 2 \\
+        --store /tmp/every
 """
 
 from __future__ import annotations
@@ -233,6 +241,49 @@ def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
               f"{100 * np.sqrt((d ** 2).mean()):.2f} %, max |{100 * np.abs(d).max():.2f}| %")
 
 
+def setup_every_layer(model: str, presets: list[str], min_batch: int, jobs: int,
+                      store_dir: str | None) -> None:
+    """Every layer, every PIM method, two-batch overlap: the decode points of ``sieve run
+    --paper`` of one model (its Figure 9 setup, both datasets) with at least ``min_batch``
+    requests, on each preset (module doc, ``--setup``)."""
+    from dataclasses import replace
+
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point, paper_points
+    from sieve.experiments.store import RunStore
+
+    methods, others = _pim_methods()
+    pts = [Point(replace(p.config, overlap="tbo", layers=None,
+                         system_overrides=(("memory", preset),)))
+           for preset in presets
+           for p in paper_points(methods, steps=1, warmup=1, layers=8)
+           if p.config.model == model and not p.config.colocated
+           and p.config.batch >= min_batch]
+    if not pts:
+        raise SystemExit(f"tbo_layer_sampling: no decode point of {model!r} in sieve run "
+                         f"--paper with B >= {min_batch}")
+    store = RunStore(store_dir) if store_dir else None
+    rows = [r.result.row for r in execute(pts, jobs=jobs, store=store, progress=True,
+                                          label=f"every layer {model}").records]
+    tput: dict = {}
+    for p, r in zip(pts, rows):
+        tput.setdefault(_point_key(p.config), {})[p.config.method] = r["throughput_tok_s_gpu"]
+    print(f"{model}, B >= {min_batch}, two-batch overlap, every layer, 1 warm-up + 1 measured "
+          f"step: sieve-cp / the best other PIM method ({', '.join(others)})\n")
+    print("| preset | point | sieve-cp tok/s/GPU | best other | its tok/s/GPU | ratio |")
+    print("|---|---|---|---|---|---|")
+    ratios = []
+    for k, t in tput.items():
+        best = max(others, key=lambda m: t[m])
+        ratios.append(t["sieve-cp"] / t[best])
+        preset, mdl, system, wl, _, _, b = k
+        print(f"| {preset} | {mdl} {system} {wl} B={b} | {t['sieve-cp']:.1f} | {best} | "
+              f"{t[best]:.1f} | {ratios[-1]:.3f} |")
+    print(f"\n{len(ratios)} points; below 0.99x: {sum(r < 0.99 for r in ratios)}; ratio "
+          f"{min(ratios):.3f} / {float(np.median(ratios)):.3f} / {max(ratios):.3f} "
+          "(min / median / max).")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -251,7 +302,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int,
                     help="--one-gpu: the points of at most this batch (B = 128 and 256 on every "
                          "layer take about a minute a run)")
+    ap.add_argument("--setup", metavar="MODEL",
+                    help="every layer of one model's --paper decode points (with --min-batch, "
+                         "--presets), every method")
+    ap.add_argument("--min-batch", type=int, default=1, help="--setup: the least batch")
+    ap.add_argument("--presets", help="--setup: comma-separated PIM presets (default: the "
+                                      "five of validate_methods.py)")
     args = ap.parse_args(argv)
+    if args.setup:
+        presets = (args.presets.split(",") if args.presets else
+                   ["b200-hbm3e-pim", "neupims-hbm2-pim", "attacc-hbm3-pim",
+                    "duplex-logic-pim", "b200-logic-pim"])
+        setup_every_layer(args.setup, presets, args.min_batch, args.jobs, args.store)
+        return 0
     if args.below:
         try:
             lo, hi = (float(x) for x in args.range.split(","))
