@@ -415,3 +415,56 @@ def test_tbo_layer_sampling_below_reruns_a_validation_store_on_every_layer(tmp_p
     mod.below(str(vstore), 1, None, 5.0, 10.0)  # a range that holds no point
     out = capsys.readouterr().out
     assert "on the sampled layers: 0;" in out and "the ratio is" not in out
+
+
+def test_tbo_layer_sampling_setup_runs_one_models_paper_points_on_every_layer(monkeypatch,
+                                                                              capsys):
+    """benchmarks/tbo_layer_sampling.py --setup (docs/validation.md, *The points below on every
+    layer*): the decode points of one model's --paper setup with B >= --min-batch, on every
+    layer under two-batch overlap, every PIM method, per preset; sieve-cp over the best other
+    method per point and the count below 0.99x. The executor is stood in for (its runs are
+    tested elsewhere): this pins the points chosen and the arithmetic of the table."""
+    from types import SimpleNamespace
+
+    from conftest import benchmark_module
+
+    import sieve.experiments.executor as executor
+
+    mod = benchmark_module("tbo_layer_sampling")
+    seen = []
+    # sieve-cp 0.98x the best other (duplex) on HH-RLHF, 1.05x on MATH-500
+    rate = {"noexp": 50.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 100.0, "sieve": 90.0}
+
+    def fake_execute(points, **kw):
+        seen.extend(points)
+        recs = []
+        for p in points:
+            c = p.config
+            t = (98.0 if c.workload == "hh-rlhf" else 105.0) if c.method == "sieve-cp" \
+                else rate[c.method]
+            recs.append(SimpleNamespace(result=SimpleNamespace(
+                row={"throughput_tok_s_gpu": t})))
+        return SimpleNamespace(records=recs)
+
+    monkeypatch.setattr(executor, "execute", fake_execute)
+    mod.setup_every_layer("qwen3-30b-a3b", ["duplex-logic-pim", "attacc-hbm3-pim"], 128, 1,
+                          None)
+    out = capsys.readouterr().out
+    cfgs = [p.config for p in seen]
+    assert {c.batch for c in cfgs} == {128, 256}
+    assert {c.workload for c in cfgs} == {"hh-rlhf", "math-500"}
+    assert {c.method for c in cfgs} == {"noexp", "allexp", "pimoe", "duplex", "sieve",
+                                        "sieve-cp"}
+    assert all(c.overlap == "tbo" and c.layers is None and not c.colocated
+               and c.model == "qwen3-30b-a3b" for c in cfgs)
+    assert {dict(c.system_overrides)["memory"] for c in cfgs} == {"duplex-logic-pim",
+                                                                  "attacc-hbm3-pim"}
+    assert len(cfgs) == 2 * 2 * 2 * 6  # presets x datasets x batches x methods
+    rows = [ln for ln in out.splitlines() if ln.startswith("| duplex-logic-pim |")
+            or ln.startswith("| attacc-hbm3-pim |")]
+    assert len(rows) == 8
+    assert all(r.split(" | ")[3] == "duplex" for r in rows)
+    assert sorted(r.split(" | ")[5].rstrip(" |") for r in rows) == ["0.980"] * 4 + ["1.050"] * 4
+    assert "8 points; below 0.99x: 4; ratio 0.980 / 1.015 / 1.050" in out
+    with pytest.raises(SystemExit, match="no decode point"):
+        mod.setup_every_layer("qwen3-30b-a3b", ["duplex-logic-pim"], 1000, 1, None)
