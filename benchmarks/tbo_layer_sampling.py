@@ -310,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                                       "five of validate_methods.py)")
     args = ap.parse_args(argv)
     if args.setup:
-        presets = (args.presets.split(",") if args.presets else
-                   ["b200-hbm3e-pim", "neupims-hbm2-pim", "attacc-hbm3-pim",
-                    "duplex-logic-pim", "b200-logic-pim"])
+        from validate_methods import PRESETS  # (this folder is on sys.path as a script)
+
+        presets = args.presets.split(",") if args.presets else list(PRESETS)
         setup_every_layer(args.setup, presets, args.min_batch, args.jobs, args.store)
         return 0
     if args.below:

@@ -372,14 +372,11 @@ class Schedule:
 
         def ready(t: Task) -> None:
             s = 0.0
-            for d in t.deps:
-                e = end.get(id(d), d.end_ns)
-                if e > s:
-                    s = e
-            for d in more.get(id(t), ()):
-                e = end.get(id(d), d.end_ns)
-                if e > s:
-                    s = e
+            for group in (t.deps, more.get(id(t), ())):
+                for d in group:
+                    e = end.get(id(d), d.end_ns)
+                    if e > s:
+                        s = e
             dep_end[id(t)] = s
             heapq.heappush(heap, (earliest(t), t.priority, t.id, t))
 
