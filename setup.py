@@ -1,8 +1,8 @@
 """Build of the Cython extensions: the DRAM/PIM engine ``sieve._dram``, the LoadStore trace
 reader ``sieve.dram._loadstore``, the address decode ``sieve.dram._mapping``, the command-log
 CSV formatter ``sieve.dram._logcsv``, the checker's timing pass, state replay and CSV reader
-``sieve.dram.checker._timing`` / ``._state`` / ``._csvlog`` and the scheduler loop
-``sieve.sched._greedy``.
+``sieve.dram.checker._timing`` / ``._state`` / ``._csvlog``, the scheduler loop
+``sieve.sched._greedy`` and the step schedule's look ahead ``sieve.system._look``.
 
 All Cython compiler directives live here, in one dict.  ``SIEVE_CYTHON_DEBUG=1`` at build time
 switches on bounds, wrap-around and initialisation checks (and -O0 -g), so an out-of-bounds
@@ -54,6 +54,9 @@ exts = [
               define_macros=macros, extra_compile_args=compile_args),
     # the Sieve scheduler's greedy loop (its only importer is sieve/sched/greedy.py)
     Extension("sieve.sched._greedy", ["sieve/sched/_greedy.pyx"], define_macros=macros,
+              extra_compile_args=compile_args),
+    # the step schedule's look ahead (its only importer is sieve/system/dag.py)
+    Extension("sieve.system._look", ["sieve/system/_look.pyx"], define_macros=macros,
               extra_compile_args=compile_args),
 ]
 

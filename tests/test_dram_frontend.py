@@ -279,3 +279,9 @@ def test_unbuilt_address_decode_says_how_to_build():
                    "AddressMapper(get_spec('hbm3-6400'), 'sieve').decode([0, 64])")
     assert out.startswith("NotBuiltError |") and "sieve.dram._mapping" in out
     assert "pip install -e ." in out and out.count("\n") == 1
+
+
+def test_unbuilt_look_ahead_says_how_to_build():
+    out = _without("sieve.system._look", "import sieve.system.dag")
+    assert out.startswith("NotBuiltError |") and "sieve.system._look" in out
+    assert "pip install -e ." in out and out.count("\n") == 1

@@ -52,6 +52,13 @@ from typing import Any
 
 from sieve.errors import ConfigError
 
+try:
+    from sieve.system import _look
+except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+    from sieve.errors import NotBuiltError
+
+    raise NotBuiltError.of("schedule look-ahead", "sieve.system._look", exc) from None
+
 __all__ = ["Schedule", "Task"]
 
 
@@ -126,6 +133,7 @@ class Schedule:
         self._sharing: dict[str, _Lane] = {}  # shared lanes by name, made on first use
         self._kind: dict[str, _Lane | None] = {}  # every lane seen: its _Lane, None if unary
         self.look_placed = 0  # tasks the last lookahead placed
+        self._look: Any = None  # the compiled look's state, kept between looks
 
     # ---- building ------------------------------------------------------------------------------
     def add(self, task: Task) -> Task:
@@ -322,8 +330,27 @@ class Schedule:
         the caller estimates it); a task with ``on_start`` is not run either: ``expand(task,
         add)`` is called instead, and may add tasks with ``add(task)`` and release a pending
         task with ``add(task, deps)``; ``release`` holds such releases made before the look
-        starts. Running sharers continue from their work left. At most ``limit``
-        placements."""
+        starts. Running sharers continue from their work left. At most ``limit`` loop turns
+        (a placement or a sharer's end each).
+
+        Compiled (``sieve.system._look``); :meth:`lookahead_reference` is the same look in
+        Python, which tests hold it to, start for start. A look may run inside another's
+        callbacks (it gets its own state)."""
+        look = self._look
+        if look is None or look.active:
+            look = _look.Look()
+            if self._look is None:
+                self._look = look
+        out, self.look_placed = look.run(self, extra, watch, dur, expand, release, limit)
+        return out
+
+    def lookahead_reference(self, extra: Sequence[Task], watch: Sequence[Task],
+                            dur: Callable[[Task], float],
+                            expand: Callable[[Task, Callable], None] | None = None,
+                            release: Sequence[tuple[Task, Sequence[Task]]] = (),
+                            limit: int = 100_000) -> dict[int, float]:
+        """:meth:`lookahead` in Python: the specification the compiled look is tested
+        against."""
         end: dict[int, float] = {}  # id(task) -> its end in the look (ended there)
         left: dict[int, int] = {}
         succ: dict[int, list[Task]] = {}
@@ -594,7 +621,10 @@ class _Shadow:
         return self._next
 
     def empty_ns(self) -> float:
-        return self.clock + sum(self.rem.values())
+        acc = 0.0  # added in order from 0.0 (sum() of floats is compensated from Python 3.12)
+        for v in self.rem.values():
+            acc += v
+        return self.clock + acc
 
     def settle(self, at: float) -> list[Task]:
         """As :meth:`_Lane.settle`."""

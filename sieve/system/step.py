@@ -1035,6 +1035,10 @@ class _Builder:
             n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
             unlike = max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
 
+        # another decision's split cost in the looks of this one, by (its task, stand-in and
+        # the number that sets it): the estimators do not change while this one decides
+        costs: dict[tuple, tuple[float, float, float]] = {}
+
         def dur(t: Task) -> float:
             if not callable(t.duration):
                 return float(t.duration)
@@ -1079,18 +1083,24 @@ class _Builder:
                     # another GPU (EP): as many of its most popular experts on its GPU as
                     # this split has; the other micro-batch here: by `stand_in` (docstring)
                     if gx != g or stand_in == "count":
-                        op = prefix_split(cx, n_gpu, ox)
-                    elif stand_in == "own":
-                        op = ~(cx >= st.last_thr[(g, 1 - mb)])
-                    elif stand_in == "threshold":
-                        op = ~(cx >= thr)
+                        key = (id(t), "count", n_gpu)
+                    elif stand_in in ("own", "threshold"):
+                        key = (id(t), stand_in, thr if stand_in == "threshold" else 0)
                     else:
                         raise ConfigError(f"step: look stand-in {stand_in!r} unknown (known: "
                                           "threshold, count, own)")
+                    cost = costs.get(key)
+                    if cost is None:
+                        if key[1] == "count":
+                            op = prefix_split(cx, n_gpu, ox)
+                        elif key[1] == "own":
+                            op = ~(cx >= st.last_thr[(g, 1 - mb)])
+                        else:
+                            op = ~(cx >= thr)
+                        cost = costs[key] = split_cost(st.estimators[gx], cx, op)
                     if gx == g:
                         reached.append(True)
-                    experts(gx, t, split_cost(st.estimators[gx], cx, op), jx, dx, t.priority,
-                            add)
+                    experts(gx, t, cost, jx, dx, t.priority, add)
 
                 extra: list[Task] = []
                 rel: list[tuple[Task, list[Task]]] = []
