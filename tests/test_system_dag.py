@@ -470,3 +470,19 @@ def test_a_look_inside_a_look_and_its_add_after_it():
     assert len(kept) == 1
     with pytest.raises(ConfigError, match="after its look ended"):
         kept[-1](Task("late", ("gpu",), 1.0))
+
+
+def test_a_look_whose_callback_empties_the_schedule_raises():
+    """A look reads the schedule's task list as it goes: a callback that empties it gets an
+    error, not a crash of the interpreter."""
+    s = Schedule()
+    a = s.add(Task("a", ("gpu",), 1.0))
+    b = s.add(Task("b", ("gpu",), 1.0, deps=[a]))
+    c = s.add(Task("c", ("gpu",), 1.0, deps=[b]))
+
+    def dur(t):
+        s.tasks.clear()
+        return 1.0
+
+    with pytest.raises(ConfigError, match="changed during a look"):
+        s.lookahead([], [c], dur=dur)

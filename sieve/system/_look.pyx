@@ -200,14 +200,18 @@ cdef class Look:
         if type(i) is not int:
             return -1
         k = i
-        if 0 <= k < self.n_reg:
-            return k if self.tasks[k] is t else -1
+        if 0 <= k < self.n_reg:  # (a callback may have emptied the schedule's list)
+            return k if k < len(self.tasks) and self.tasks[k] is t else -1
         if self.n_reg <= k < self.n_reg + len(self.new):
             return k if self.new[k - self.n_reg] is t else -1
         return -1
 
-    cdef inline object _obj(self, Py_ssize_t tid):
-        return self.tasks[tid] if tid < self.n_reg else self.new[tid - self.n_reg]
+    cdef object _obj(self, Py_ssize_t tid):
+        if tid < self.n_reg:
+            if tid >= len(self.tasks):
+                raise ConfigError("schedule: the schedule's tasks changed during a look")
+            return self.tasks[tid]
+        return self.new[tid - self.n_reg]
 
     # ---- the shadows (as the reference's _Shadow) -----------------------------------------
     cdef int _advance(self, Py_ssize_t s, double to) except -1:
@@ -515,7 +519,11 @@ cdef class Look:
             for t in sh.running:
                 i = self.sh_n[s]
                 self._grow_slots(1, i + 1)
-                self.sh_tid[s, i] = self._ours(t)
+                tid = self._ours(t)
+                if tid < 0:
+                    raise ConfigError(f"schedule: running task {t.name!r} is not the "
+                                      "schedule's")
+                self.sh_tid[s, i] = tid
                 self.sh_rem[s, i] = t._rem
                 self.sh_work[s, i] = t.work_ns
                 self.sh_n[s] = i + 1
