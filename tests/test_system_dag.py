@@ -486,3 +486,34 @@ def test_a_look_whose_callback_empties_the_schedule_raises():
 
     with pytest.raises(ConfigError, match="changed during a look"):
         s.lookahead([], [c], dur=dur)
+
+
+def test_a_step_prices_each_stand_in_once_per_estimator_version(monkeypatch):
+    """The step's looks price another decision's stand-in split once per (decision, rule, its
+    number, estimator version) and share the price (``_Builder.look_costs``): the same step to
+    the last digit as pricing it at every look, under expert parallelism, where the looks of
+    every GPU reach the others' decisions."""
+    import sieve.system.step as step_mod
+    from sieve.system.run import RunConfig, simulate_run
+
+    c = RunConfig(model="gpt-oss-120b", system="4xb200", batch=32, method="sieve-cp",
+                  overlap="tbo", layers=3, steps=1, warmup=1)
+    a = simulate_run(c).row
+
+    asked = []
+
+    class NoMemo(dict):
+        def get(self, key, default=None):
+            asked.append(key)
+            return default
+
+    init = step_mod._Builder.__init__
+
+    def no_memo(self, *args, **kw):
+        init(self, *args, **kw)
+        self.look_costs = NoMemo()
+
+    monkeypatch.setattr(step_mod._Builder, "__init__", no_memo)
+    b = simulate_run(c).row
+    assert len(asked) > len(set(asked))  # the memo would have answered some
+    assert all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a)

@@ -236,6 +236,9 @@ class Estimator:
         self._model_lut: dict[tuple[str, int, int], float] = {}
         self._expert_affine: tuple[float, float, float] | None = None
         self._base: dict[tuple, GpuAffine] = {}
+        #: observations fed so far (:meth:`observe`): an estimate made at one version holds
+        #: until the next (the step's look prices splits once per version)
+        self.version = 0
 
     # ---- PIM ---------------------------------------------------------------------------------
     def table(self, mapping: str = "tp", pcs: int | None = None) -> EmaCostTable:
@@ -303,6 +306,7 @@ class Estimator:
         "layer"-order program, the time it paid once (``fixed_ns``)."""
         if self.pim_source != "ema":
             return
+        self.version += 1
         self.table(mapping, pcs).update(counts, observed_ns)
         if fixed_ns is not None:
             x = check_number("estimator", "fixed_ns", fixed_ns)

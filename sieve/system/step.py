@@ -656,6 +656,7 @@ class _Builder:
         # and (EP) its experts' scan order by id(task); decided PIM experts' estimator and
         # split, then their estimated time once a look has asked for it
         self.deciders: dict[int, tuple] = {}
+        self.look_costs: dict[tuple, tuple[float, float, float]] = {}  # _lookahead's prices
         self.pim_est: dict[int, tuple | float] = {}
         self.l2_bytes = self.sys.gpu.l2_bytes
         cal, gpu = self.sys.gpu_calibration, self.sys.gpu
@@ -1035,10 +1036,6 @@ class _Builder:
             n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
             unlike = max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
 
-        # another decision's split cost in the looks of this one, by (its task, stand-in and
-        # the number that sets it): the estimators do not change while this one decides
-        costs: dict[tuple, tuple[float, float, float]] = {}
-
         def dur(t: Task) -> float:
             if not callable(t.duration):
                 return float(t.duration)
@@ -1083,21 +1080,21 @@ class _Builder:
                     # another GPU (EP): as many of its most popular experts on its GPU as
                     # this split has; the other micro-batch here: by `stand_in` (docstring)
                     if gx != g or stand_in == "count":
-                        key = (id(t), "count", n_gpu)
-                    elif stand_in in ("own", "threshold"):
-                        key = (id(t), stand_in, thr if stand_in == "threshold" else 0)
+                        by, x = "count", n_gpu
+                    elif stand_in == "own":
+                        by, x = "threshold", st.last_thr[(g, 1 - mb)]
+                    elif stand_in == "threshold":
+                        by, x = "threshold", thr
                     else:
                         raise ConfigError(f"step: look stand-in {stand_in!r} unknown (known: "
                                           "threshold, count, own)")
-                    cost = costs.get(key)
+                    # priced once per (decision, rule, its number, estimator version): the
+                    # looks of every decision of the step that reach it share the price
+                    key = (id(t), by, x, st.estimators[gx].version)
+                    cost = self.look_costs.get(key)
                     if cost is None:
-                        if key[1] == "count":
-                            op = prefix_split(cx, n_gpu, ox)
-                        elif key[1] == "own":
-                            op = ~(cx >= st.last_thr[(g, 1 - mb)])
-                        else:
-                            op = ~(cx >= thr)
-                        cost = costs[key] = split_cost(st.estimators[gx], cx, op)
+                        op = (prefix_split(cx, x, ox) if by == "count" else ~(cx >= x))
+                        cost = self.look_costs[key] = split_cost(st.estimators[gx], cx, op)
                     if gx == g:
                         reached.append(True)
                     experts(gx, t, cost, jx, dx, t.priority, add)
