@@ -14,7 +14,6 @@
 # per lane (by an index kept for the schedule's life) likewise. Python objects stay where the
 # callers see them: the Task objects, `dur`, `expand` and its `add`, the result dict.
 
-cimport cython
 from libc.math cimport fabs
 from libc.stdint cimport int8_t, int64_t
 
