@@ -511,9 +511,7 @@ cdef class Look:
         for name, sh in sched._sharing.items():  # the schedule's shared lanes, in order
             lane = self._lane(name)
             self.lane_shared[lane] = 1
-            s = self._new_slot(lane)
-            self.st_slot[lane] = self.stamp
-            self.slot[lane] = s
+            s = self._kind(lane)  # its shadow, first in this look's order
             self.sh_clock[s] = sh.clock
             for t in sh.running:
                 i = self.sh_n[s]
