@@ -468,3 +468,61 @@ def test_tbo_layer_sampling_setup_runs_one_models_paper_points_on_every_layer(mo
     assert "8 points; below 0.99x: 4; ratio 0.980 / 1.015 / 1.050" in out
     with pytest.raises(SystemExit, match="no decode point"):
         mod.setup_every_layer("qwen3-30b-a3b", ["duplex-logic-pim"], 1000, 1, None)
+
+
+def test_tbo_steps_first_measured_step_is_the_one_step_run():
+    """benchmarks/tbo_steps.py (docs/validation.md, *The 15 points over five measured steps*):
+    step s draws its batch and routing from (seed, s), so the first of several measured steps
+    is the step a one-step run measures, to the last digit, and the throughput over the steps
+    is their tokens over their time."""
+    from conftest import benchmark_module
+
+    from sieve.system.run import RunConfig, simulate_run
+
+    mod = benchmark_module("tbo_steps")
+    r = mod.run_one(("attacc-hbm3-pim", mod.Q3, "math-500", 2, "sieve-cp", 2, 4))
+    one = simulate_run(RunConfig(model="qwen3-30b-a3b", system="1xb200", batch=2,
+                                 workload="math-500", method="sieve-cp", overlap="tbo",
+                                 layers=4, steps=1, warmup=1,
+                                 system_overrides=(("memory", "attacc-hbm3-pim"),)))
+    assert r["per_step_tok_s_gpu"][0] == one.row["throughput_tok_s_gpu"]
+    assert len(r["per_step_tok_s_gpu"]) == len(r["skipped"]) == len(r["decisions"]) == 2
+    assert all(0 <= s <= d for s, d in zip(r["skipped"], r["decisions"]))
+    # (every step makes 2 * batch tokens here: B = 2 decode requests, one token each)
+    rates = r["per_step_tok_s_gpu"]
+    assert r["throughput_tok_s_gpu"] == pytest.approx(2 / sum(1 / x for x in rates), rel=1e-12)
+
+
+def test_tbo_steps_table_from_a_record(tmp_path, capsys):
+    """tbo_steps.py resumes from its JSON-lines record (a run of the same step count on every
+    layer is not run again) and prints per point the per-step and whole ratios and the count
+    at 0.99x or above."""
+    import json
+
+    from conftest import benchmark_module
+
+    mod = benchmark_module("tbo_steps")
+    out = tmp_path / "rec.jsonl"
+    with open(out, "w") as f:
+        for i, (preset, (model, system), wl, b, other) in enumerate(mod.POINTS):
+            for m, per in (("sieve-cp", [97.0, 100.0]), (other, [100.0, 100.0])):
+                if i and m == "sieve-cp":
+                    per = [100.0, 100.0]  # only the first point is below
+                f.write(json.dumps({
+                    "preset": preset, "model": model, "system": system, "workload": wl,
+                    "batch": b, "method": m, "steps": 2, "layers": None,
+                    "throughput_tok_s_gpu": 2 / sum(1 / x for x in per),
+                    "per_step_tok_s_gpu": per, "skipped": [1, 2], "decisions": [96, 96],
+                    "cpu_s": 0.0}) + "\n")
+    assert mod.main(["--steps", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    first = mod.POINTS[0]
+    row = [ln for ln in text.splitlines()
+           if ln.startswith(f"| {first[0]} | {first[1][0]} {first[1][1]} {first[2]} "
+                            f"B={first[3]} |")]
+    # 2 / (1/97 + 1/100) = 98.48 tok/s against 100: 0.985x over both steps
+    assert row and row[0].rstrip(" |").split(" | ")[3:6] == ["0.970 1.000", "0.985",
+                                                             "1 2 of 96"]
+    n = len(mod.POINTS)
+    assert f"{n} points; at 0.99x or above over all steps: {n - 1}." in text
+    assert len(out.read_text().splitlines()) == 2 * len(mod.POINTS)  # nothing run again
