@@ -150,3 +150,58 @@ def test_a_layer_whose_decisions_pay_decides_every_step():
     assert a.row["tpot_ms"] == b.row["tpot_ms"]
     assert [np.asarray(p["experts_gpu"]).item() for s in a.steps for p in s.partitions] == \
         [np.asarray(p["experts_gpu"]).item() for s in b.steps for p in s.partitions]
+
+
+def test_a_skip_runs_the_split_its_decision_recorded():
+    """``record(..., split)``: the skips scheduled by a decision that did not pay run the split
+    it names ("pim", the starting split, unless "gpu"); a borrowed verdict borrows its split;
+    a decision that pays leaves nothing to run; any other split is refused."""
+    m = DecisionMemo()
+    assert m.split("L") == "pim"  # unknown: the starting split
+    m.record("L", 0.0, 1.0, 10.0, split="gpu")
+    assert m.skip("L", 10.0) and m.split("L") == "gpu"
+    m.record("L", 0.0, 1.0, 10.0)  # the next non-paying decision chose a mixed split
+    assert m.skip("L", 10.0) and m.split("L") == "pim"
+    # a layer with no decision on evidence borrows the GPU's latest verdict and its split
+    m.record("A", 0.0, 1.0, 5.0, split="gpu")
+    assert m.skip("B", 5.0) and m.split("B") == "gpu"
+    with pytest.raises(ConfigError, match="split must be 'pim' or 'gpu'"):
+        m.record("L", 0.0, 1.0, 10.0, split="all-gpu")
+
+
+def _gpuskip_run(method, **kw):
+    cfg = dict(model="qwen3-30b-a3b", system="1xb200", batch=64, workload="math-500",
+               overlap="tbo", layers=4, steps=1, warmup=1,
+               system_overrides=(("memory", "b200-hbm3e-pim"),))
+    cfg.update(kw)
+    return simulate_run(RunConfig(method=method, **cfg), keep_steps=True)
+
+
+def test_gpuskip_skips_to_all_on_the_gpu_on_one_gpu_under_two_batch_overlap():
+    """sieve-cp-gpuskip at a point where the PIM lane is the bottleneck (Qwen3-30B-A3B
+    MATH-500 B = 64, one B200, two-batch overlap): its decisions put every expert on the GPU,
+    count that as saving nothing over a split a skip can run, and its skips run that split at no
+    decision time; sieve-cp's, whose skips run all on PIM, are never skipped there
+    (docs/schedulers.md, *Skips that run all on the GPU*)."""
+    cp = _gpuskip_run("sieve-cp")
+    gs = _gpuskip_run("sieve-cp-gpuskip")
+    assert not any(p["decision_skipped"] for p in cp.steps[0].partitions)
+    skipped = [p for p in gs.steps[0].partitions if p["decision_skipped"]]
+    assert skipped and all(p["experts_pim"] == 0 and p["experts_gpu"] > 0 for p in skipped)
+    sched = [t for t in gs.steps[0].tasks if t["name"] == "scheduler"]
+    assert sum(t["end_ns"] - t["start_ns"] == 0.0 for t in sched) >= len(skipped)
+    assert gs.row["throughput_tok_s_gpu"] > cp.row["throughput_tok_s_gpu"]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(overlap="none"),  # the sequential mode: no look
+    dict(model="gpt-oss-120b", system="4xb200", batch=16),  # expert parallelism, 4 GPUs
+])
+def test_gpuskip_is_sieve_cp_where_other_gpus_decisions_enter_the_look_or_no_look(kw):
+    """Outside one GPU under two-batch overlap sieve-cp-gpuskip is sieve-cp to the digit: under
+    expert parallelism a GPU's look rates its split with the other GPUs' decisions stood in,
+    whose ties do not hold from one step to the next (docs/schedulers.md)."""
+    a = _gpuskip_run("sieve-cp", **kw).row
+    b = _gpuskip_run("sieve-cp-gpuskip", **kw).row
+    assert a["throughput_tok_s_gpu"] == b["throughput_tok_s_gpu"]
+    assert a["decisions_skipped_frac"] == b["decisions_skipped_frac"]

@@ -201,6 +201,48 @@ def test_the_look_descends_from_the_best_power_of_two_one_expert_at_a_time():
     assert p.est_gain_ns == pytest.approx(look(counts > 0) - 100.0)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
+       st.floats(0.5, 50.0), st.booleans())
+def test_static_ties_go_to_a_static_split(counts, knee, slope, plateau):
+    """``LayerLoad.static_ties`` (sieve-cp-gpuskip). Ratings that fall with each expert moved
+    to the GPU down to a plateau from ``knee`` on (the PIM-bound case: past the knee the split
+    does not move the next decisions): without the flag the look keeps the scan's split where
+    it is on the plateau (ties: the scan's), with it all on the GPU (all on PIM where the
+    plateau is everything), reported as saving nothing (a split a skip runs). Ratings with one
+    strict minimum: the same split both ways, and its saving over all on PIM, unless that
+    minimum is all on the GPU (saving nothing with the flag)."""
+    counts = np.array(counts, dtype=np.int64)
+    est = _estimator(True)
+    active = np.flatnonzero(counts)
+    order = active[np.argsort(-counts[active], kind="stable")]
+    n = order.size
+
+    def rating(j):
+        if plateau:
+            return 1000.0 - slope * min(j, knee)
+        return 1000.0 + slope * (j - min(knee, n)) ** 2  # one minimum, at min(knee, n)
+
+    def look(mask):
+        return rating(int((~mask[order]).sum()))
+
+    plain = sieve_cp(LayerLoad(counts, est.shape, lookahead=look), est)
+    tied = sieve_cp(LayerLoad(counts, est.shape, lookahead=look, static_ties=True), est)
+    j0, j = (int((~p.on_pim[order]).sum()) for p in (plain, tied))
+    k = int((~sieve_cp(LayerLoad(counts, est.shape), est).on_pim[order]).sum())
+    if plateau:
+        flat = min(knee, n)  # the plateau: every prefix from here on
+        assert j0 == (k if k >= flat else flat)
+        assert j == (0 if flat == 0 else n)
+        assert tied.est_gain_ns == 0.0
+    else:
+        assert j == j0 == min(knee, n)
+        assert tied.est_gain_ns == (0.0 if j == n else pytest.approx(rating(0) - rating(j)))
+    assert plain.est_gain_ns == pytest.approx(rating(0) - rating(j0))
+    with pytest.raises(ConfigError, match="static_ties must be a bool"):
+        LayerLoad(counts, est.shape, static_ties=1)
+
+
 def test_split_cost_is_the_estimates_gpu_and_pim_terms():
     est = _estimator(True)
     counts = np.array([12, 0, 7, 3, 1], dtype=np.int64)

@@ -31,6 +31,11 @@ the layer skips one decision; the next one is its own.
 In the steady state of a layer where deciding never pays, one decision in ``MAX_SKIP + 1`` is
 paid.
 
+What a skip runs: the method's starting split, or every activated expert on the GPU where the
+decision that did not pay chose that split (``record(..., split="gpu")``; the step records it
+for ``sieve-cp-gpuskip`` only, whose look counts that split as saving nothing over a split a
+skip can run, :func:`sieve.sched.cp.sieve_cp`). A borrowed verdict borrows its split too.
+
 The rule compares two numbers the method already has (its own estimates and the charged
 decision time): no threshold is fitted. The one constant, :data:`MAX_SKIP`, bounds how long a
 change of load goes unseen. ``sieve-cp-always`` (the registry) decides every time, for the
@@ -56,7 +61,7 @@ class DecisionMemo:
     """Per-layer skip state of one GPU's scheduler (module docstring). Keys are any hashable
     layer id; unknown keys decide."""
 
-    __slots__ = ("max_skip", "_state", "_load", "_informed", "_borrowed", "_last")
+    __slots__ = ("max_skip", "_state", "_load", "_informed", "_borrowed", "_last", "_split")
 
     def __init__(self, max_skip: int = MAX_SKIP):
         if isinstance(max_skip, bool) or not isinstance(max_skip, int) or max_skip < 0:
@@ -67,8 +72,9 @@ class DecisionMemo:
         self._load: dict[Hashable, float] = {}  # key -> load of the decision that did not pay
         self._informed: set = set()  # keys with a decision made on evidence
         self._borrowed: set = set()  # keys that took the GPU's verdict once
-        # the GPU's latest decision on evidence: (did not pay, its load)
-        self._last: tuple[bool, float | None] | None = None
+        # the GPU's latest decision on evidence: (did not pay, its load, what its skips run)
+        self._last: tuple[bool, float | None, str] | None = None
+        self._split: dict[Hashable, str] = {}  # key -> what its skips run ("pim" / "gpu")
 
     def skip(self, key: Hashable, load: float | None = None) -> bool:
         """Whether this decision of layer ``key`` is skipped (consumes one skip). ``load``:
@@ -81,6 +87,7 @@ class DecisionMemo:
             then = self._last[1]
             if load is None or then is None or load <= then:
                 self._borrowed.add(key)
+                self._split[key] = self._last[2]
                 return True
         if s is None or s[0] == 0:
             return False
@@ -90,20 +97,30 @@ class DecisionMemo:
         s[0] -= 1
         return True
 
+    def split(self, key: Hashable) -> str:
+        """What a skipped decision of layer ``key`` runs: "pim" (the method's starting split)
+        or "gpu" (every activated expert on the GPU)."""
+        return self._split.get(key, "pim")
+
     def record(self, key: Hashable, gain_ns: float | None, cost_ns: float,
-               load: float | None = None) -> None:
-        """A decision of layer ``key`` was made: its estimated saving over the starting split
-        (None: the method has no estimate yet) and its decision time (ns), and the layer's
-        load. A saving below the cost schedules skips (doubling up to ``max_skip``);
-        otherwise the layer decides every time again."""
+               load: float | None = None, split: str = "pim") -> None:
+        """A decision of layer ``key`` was made: its estimated saving over the split a skip
+        would run (None: the method has no estimate yet), its decision time (ns), the layer's
+        load and that split (``split``: "pim", the starting split, or "gpu", all on the
+        GPU). A saving below the cost schedules skips (doubling up to ``max_skip``) that run
+        ``split``; otherwise the layer decides every time again."""
+        if split not in ("pim", "gpu"):
+            raise ConfigError(f"decision memo: split must be 'pim' or 'gpu', got {split!r}")
         s = self._state.setdefault(key, [0, 0])
         if gain_ns is not None:
             self._informed.add(key)
-            self._last = (bool(gain_ns < cost_ns), None if load is None else float(load))
+            self._last = (bool(gain_ns < cost_ns), None if load is None else float(load),
+                          split)
         if gain_ns is None or not gain_ns < cost_ns:  # pays (or no estimate): decide again
             s[0] = s[1] = 0
             self._load.pop(key, None)
             return
+        self._split[key] = split
         s[1] = min(max(1, 2 * s[1]), self.max_skip)
         s[0] = s[1]
         if load is None:

@@ -417,8 +417,9 @@ def sieve_cp(load: LayerLoad, est: Estimator, fallback: str = "observed",
     if look and load.lookahead is not None:  # two-batch overlap: the look (docstring)
         scan = mask
         mask, look_gain = _look(load, mask)
-        if look_gain is not None and gain is not None:
-            gain = look_gain
+        if look_gain is not None and (gain is not None
+                                      or (load.static_ties and not mask.any())):
+            gain = look_gain  # (all on the GPU, static_ties: nothing to estimate)
         if not np.array_equal(mask, scan):
             e_g, e_p = _ends(load, est, _affine(est), mask, filled)
     return Partition._trusted("sieve-cp", load.counts, mask, est.pim_order, "tp",
@@ -460,8 +461,10 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
     (:func:`look_prefixes`, then one expert more or fewer on the GPU at a time from the best
     of those while the rating falls: a local minimum of the rating), each rated by the step's
     list schedule of both micro-batches to their next decisions (``load.lookahead``); the
-    best one (ties: the scan's), and what it saves over all on PIM by that rating (None where
-    the look gives none)."""
+    best one (ties: the scan's; with ``load.static_ties`` a static split first, all on PIM,
+    then all on the GPU), and what it saves over all on PIM by that rating (None where the look
+    gives none; with ``load.static_ties`` 0 where the best is all on the GPU, a split a skipped
+    decision runs: :mod:`sieve.sched.amortize`)."""
     c = load.counts
     order = scan_order(c)
     k = int((~on_pim[order]).sum())
@@ -476,8 +479,11 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
                 rate[j] = r
         return True
 
-    def key(j: int) -> tuple:
-        return (rate[j], j != k, j)
+    n = order.size
+    ties = load.static_ties
+
+    def key(j: int) -> tuple:  # (static_ties: all on PIM, then all on the GPU, first)
+        return (rate[j], (0 if j == 0 else 1 if j == n else 2) if ties else 0, j != k, j)
 
     if not rated(look_prefixes(order.size, k)):
         return on_pim, None
@@ -492,6 +498,8 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
         if key(step) >= key(best):
             break
         best = step
+    if load.static_ties and best == n:
+        return prefix_split(c, best, order), 0.0
     return prefix_split(c, best, order), rate[0] - rate[best]
 
 

@@ -18,6 +18,9 @@ table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is 
 reading them at the seed's roofline fallback. Both skip a layer's decision after one that saved
 less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
 ``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split).
+``sieve-cp-gpuskip`` (one GPU, two-batch overlap; elsewhere sieve-cp) breaks its look's exact
+ties toward a static split and, where its decision put every expert on the GPU, counts that
+decision as saving nothing and runs the same split without deciding while it does not pay.
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -48,7 +51,10 @@ class Method:
     ``uses_pim``: the method runs anything on PIM (False: the GPU-only reference, which also
     leaves attention on the GPU); ``start``: the split the method takes without deciding
     when a decision did not pay for itself (``(load, est, **options) -> Partition``; None:
-    it decides every time; :mod:`sieve.sched.amortize`)."""
+    it decides every time; :mod:`sieve.sched.amortize`); ``skip_gpu``: under two-batch
+    overlap on one GPU its look breaks exact ties toward a static split and a decision that
+    put every expert on the GPU is skipped the way one that did not pay is, its skips running
+    all on the GPU (:class:`sieve.sched.partition.LayerLoad` ``static_ties``)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -58,6 +64,7 @@ class Method:
     static: bool = False
     uses_pim: bool = True
     start: Callable[..., Partition] | None = None
+    skip_gpu: bool = False
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -85,6 +92,9 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
+    Method("sieve-cp-gpuskip", sieve_cp, start=sieve_cp_start, skip_gpu=True,
+           doc="sieve-cp whose skips may run all on the GPU where its decision chose that "
+           "split (one GPU, two-batch overlap)"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),

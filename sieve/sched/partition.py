@@ -137,6 +137,10 @@ class LayerLoad:
             other micro-batch's on this GPU guessed two ways and the lower rating kept; the
             step's lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside
             two-batch overlap, or where no next decision follows.
+        static_ties: the look breaks an exact tie of its best rating toward a static split
+            (all on PIM, then all on the GPU) and counts all on the GPU as saving nothing over
+            the split a skipped decision can run (``sieve-cp-gpuskip``; set by the step only
+            where no other GPU's decision enters the look: one GPU, two-batch overlap).
     """
 
     counts: np.ndarray
@@ -146,9 +150,12 @@ class LayerLoad:
     gpu_fixed: tuple[GpuOp, ...] = ()
     timing: LayerTiming | None = None
     lookahead: Callable[[np.ndarray], float | None] | None = None
+    static_ties: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "counts", counts_array("layer load", self.counts))
+        if not isinstance(self.static_ties, bool):
+            raise ConfigError("layer load: static_ties must be a bool")
         if not isinstance(self.shape, ExpertShape):
             raise ConfigError(f"layer load: shape must be an ExpertShape, got "
                               f"{type(self.shape).__name__}")

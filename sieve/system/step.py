@@ -638,6 +638,10 @@ class _Builder:
         # two-batch overlap: weights a GPU op of one micro-batch loaded, by (GPU, layer, op):
         # (micro-batch, expert ids or None for a dense op, weight bytes)
         self.tbo = self.o.overlap == "tbo"
+        # sieve-cp-gpuskip: the look's ties to a static split and skips that run all on the
+        # GPU, where no other GPU's decision enters a look (sieve.sched.methods)
+        self.static_ties = bool(self.meth.skip_gpu and self.tbo and self.pim_mode
+                                and self.n_sim == 1)
         self.loaded: dict[tuple, tuple[int, frozenset | None, float]] = {}
         self.made: list[Task] = []  # the tasks of the last gpu_tasks call
         # for the critical-path decisions: a layer's shared-expert tasks and its attention
@@ -956,13 +960,18 @@ class _Builder:
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est),
-                             lookahead=look)
+                             lookahead=look, static_ties=self.static_ties)
             if skip:
                 part = self.meth.start_split(load, est)
+                if st.memos[g].split(layer) == "gpu":  # the split its decision chose
+                    part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
+                                     pim_order=part.pim_order)
             else:
                 part = self.meth(load, est)
                 if st.memos is not None and cost > 0:
-                    st.memos[g].record(layer, part.est_gain_ns, cost, pairs)
+                    st.memos[g].record(layer, part.est_gain_ns, cost, pairs,
+                                       "gpu" if self.static_ties and local.any()
+                                       and not part.on_pim.any() else "pim")
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                  pim_order=part.pim_order, attention_on_pim=False,
