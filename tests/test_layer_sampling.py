@@ -526,3 +526,42 @@ def test_tbo_steps_table_from_a_record(tmp_path, capsys):
     n = len(mod.POINTS)
     assert f"{n} points; at 0.99x or above over all steps: {n - 1}." in text
     assert len(out.read_text().splitlines()) == 2 * len(mod.POINTS)  # nothing run again
+
+
+def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monkeypatch, capsys):
+    """benchmarks/tbo_variant.py (docs/schedulers.md, *Skips that run all on the GPU*): the
+    one-GPU two-batch-overlap points of --paper (30 a preset) for sieve-cp and the variant,
+    then every other PIM method at the points where the two differ, and each one's ratio to
+    the best other. The executor is stood in for (its runs are tested elsewhere)."""
+    from types import SimpleNamespace
+
+    from conftest import benchmark_module
+
+    import sieve.experiments.executor as executor
+
+    mod = benchmark_module("tbo_variant")
+    calls = []
+    rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
+
+    def fake_execute(points, **kw):
+        calls.append(list(points))
+        recs = []
+        for p in points:
+            c = p.config
+            t = rate.get(c.method, 97.0)
+            if c.method == "sieve-cp-gpuskip" and c.workload == "math-500" and c.batch == 64 \
+                    and not c.colocated:
+                t = 101.0
+            recs.append(SimpleNamespace(result=SimpleNamespace(
+                row={"throughput_tok_s_gpu": t})))
+        return SimpleNamespace(records=recs)
+
+    monkeypatch.setattr(executor, "execute", fake_execute)
+    out = mod.compare("sieve-cp-gpuskip", 1, None, presets=("b200-hbm3e-pim",))
+    first, second = calls
+    assert len(first) == 2 * 30 and all(
+        p.config.model == "qwen3-30b-a3b" and p.config.system == "1xb200"
+        and p.config.overlap == "tbo" and p.config.layers == 8 for p in first)
+    assert sorted(p.config.method for p in second) == sorted(mod.OTHERS)
+    assert out == [(("b200-hbm3e-pim", "math-500", False, None, 64), 0.97, 1.01, "noexp")]
+    assert "30 one-GPU two-batch-overlap points, 1 moved" in capsys.readouterr().out

@@ -1,0 +1,73 @@
+"""A variant of sieve-cp against sieve-cp at every one-GPU two-batch-overlap point of `sieve run
+--paper`, on each PIM preset, and every other PIM method at the points where it moved.
+
+The one-GPU points are Qwen3-30B-A3B on one B200 (both datasets, the drawn and the stress
+colocated cases: 30 a preset), on 8 sampled layers with one warm-up and one measured step, as
+docs/validation.md's table (*sieve-cp against every PIM method*). A variant that changes
+sieve-cp only where no other GPU's decision enters its look (``sieve-cp-gpuskip``) leaves the
+table's multi-GPU points as they are; this script finds which one-GPU points it moves and
+prints, for each, sieve-cp's and the variant's ratio to the best other PIM method
+(docs/schedulers.md, *Skips that run all on the GPU*).
+
+    python benchmarks/tbo_variant.py --variant sieve-cp-gpuskip --jobs 2 [--store DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+PRESETS = ("b200-hbm3e-pim", "neupims-hbm2-pim", "attacc-hbm3-pim", "duplex-logic-pim",
+           "b200-logic-pim")
+OTHERS = ("noexp", "allexp", "pimoe", "duplex", "sieve")
+
+
+def _key(c) -> tuple:
+    return (dict(c.system_overrides)["memory"], c.workload, c.colocated, c.n_prefill, c.batch)
+
+
+def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS) -> list[tuple]:
+    """(point key, sieve-cp / best other, variant / best other, best other) per moved point."""
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point, paper_points
+    from sieve.experiments.store import RunStore
+
+    store = RunStore(store_dir) if store_dir else None
+    base = [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
+            for pr in presets
+            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
+            if p.config.model == "qwen3-30b-a3b"]
+    t: dict[tuple, dict[str, float]] = {}
+    for p, r in zip(base, execute(base, jobs=jobs, store=store, progress=False).records):
+        t.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    moved = [k for k, d in t.items() if d[variant] != d["sieve-cp"]]
+    rest = [Point(replace(p.config, method=m)) for p in base
+            if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS]
+    for p, r in zip(rest, execute(rest, jobs=jobs, store=store, progress=False).records):
+        t[_key(p.config)][p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    print(f"{len(t)} one-GPU two-batch-overlap points, {len(moved)} moved by {variant}\n")
+    print(f"| preset | point | best other | sieve-cp | {variant} |")
+    print("|---|---|---|---|---|")
+    out = []
+    for k in moved:
+        d = t[k]
+        best = max(OTHERS, key=d.get)
+        preset, wl, coloc, n_pf, b = k
+        case = (" colocated" + (" (stress)" if n_pf else " (drawn)")) if coloc else ""
+        out.append((k, d["sieve-cp"] / d[best], d[variant] / d[best], best))
+        print(f"| {preset} | {wl}{case} B={b} | {best} | {out[-1][1]:.3f} | {out[-1][2]:.3f} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variant", default="sieve-cp-gpuskip")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--store", help="resumable run store")
+    args = ap.parse_args(argv)
+    compare(args.variant, args.jobs, args.store)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
