@@ -683,7 +683,8 @@ def _print_rows(runs) -> None:
     def x(v):
         return f"{v:>7.2f}x" if v is not None else f"{'-':>8}"
 
-    print(f"{'model':<18} {'method':<10} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
+    mw = max([10] + [len(str(r["method"])) for r in runs])  # (long variant names align)
+    print(f"{'model':<18} {'method':<{mw}} {'batch':>5} {'TPOT ms':>8} {'tok/s/user':>10} "
           f"{'tok/s/GPU':>10} {'PIM busy':>8} {'tok on PIM':>10} {'x GPU-only':>10} "
           f"{'x best other':>12}" + ("  workload" if wl else "")
           + "".join(f"  {c}" for c in vary))
@@ -693,7 +694,7 @@ def _print_rows(runs) -> None:
         if r["colocated"]:
             case = "  colocated" + ("" if r.get("n_prefill") in (None, "")
                                     else f" ({r['n_prefill']} prefill)")
-        print(f"{v[0][:18]:<18} {v[1]:<10} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
+        print(f"{v[0][:18]:<18} {v[1]:<{mw}} {v[2]:>5} {v[3]:>8.3f} {v[4]:>10.1f} {v[5]:>10.1f} "
               f"{100 * v[6]:>7.0f}% {100 * v[7]:>9.0f}% {x(r['x_gpu_only']):>10} "
               f"{x(r['x_best_other']):>12}" + (f"  {r['workload']}" if wl else "")
               + "".join(f"  {r.get(c)}" for c in vary) + case)
