@@ -15,11 +15,14 @@ prints, for each, sieve-cp's and the variant's ratio to the best other PIM metho
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
+from pathlib import Path
 
-PRESETS = ("b200-hbm3e-pim", "neupims-hbm2-pim", "attacc-hbm3-pim", "duplex-logic-pim",
-           "b200-logic-pim")
-OTHERS = ("noexp", "allexp", "pimoe", "duplex", "sieve")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the presets and the other PIM methods of validation.md's table
+from validate_methods import BASELINES as OTHERS  # noqa: E402
+from validate_methods import PRESETS  # noqa: E402
 
 
 def _key(c) -> tuple:
