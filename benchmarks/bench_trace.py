@@ -122,7 +122,7 @@ def _in_venv(python: str) -> bool:
     return out.strip() == "1"
 
 
-def in_memory_cycles(trace: Path) -> int:
+def in_memory_cycles(trace: Path, lifecycle: str) -> int:
     """Cycles of the in-memory path: the trace read whole by the Python reference reader into a
     RequestTrace, then `simulate_requests`. Run in a child process so that this process stays
     small: a child's ru_maxrss starts at its parent's resident size (fork and exec carry the
@@ -130,9 +130,10 @@ def in_memory_cycles(trace: Path) -> int:
     code = ("import sys; from sieve import dram; "
             "from sieve.dram.memtrace import read_loadstore_python as rd; "
             "r = dram.simulate_requests('hbm3-6400', rd(sys.argv[1]), channels=1, "
-            "mapping='RoBaRaCoCh', request_bytes=32, queue_size=32); print(r.cycles)")
+            "mapping='RoBaRaCoCh', request_bytes=32, "
+            "controller=dram.ControllerConfig(32, lifecycle=sys.argv[2])); print(r.cycles)")
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
-    out, _, _ = _run([sys.executable, "-c", code, str(trace)], env)
+    out, _, _ = _run([sys.executable, "-c", code, str(trace), lifecycle], env)
     return int(out.strip())
 
 
@@ -182,8 +183,8 @@ def main(argv=None) -> int:
                     ram.append(run_ramulator(trace, args.ramulator))
                 else:
                     runs[who].append(run_sieve(trace, who))
-        same = in_memory_cycles(trace) == runs["sieve"][0]["cycles"] if "sieve" in runs else None
         for lc in lifecycles:
+            same = in_memory_cycles(trace, lc) == runs[lc][0]["cycles"]
             row = {"pattern": pat, "lifecycle": lc, "requests": args.requests,
                    "trace_mb": size_mb, "sieve": runs[lc], "ramulator": ram,
                    "same_cycles_as_in_memory": same}
@@ -212,7 +213,7 @@ def main(argv=None) -> int:
         else:
             cells += ["-"] * 6
         lines.append("| " + " | ".join(cells) + " |")
-    same = {r["pattern"]: r["same_cycles_as_in_memory"] for r in rows}
+    same = {f"{r['pattern']} {r['lifecycle']}": r["same_cycles_as_in_memory"] for r in rows}
     lines += ["", "Each cell: min / median / max over the rounds; the ratios are per round "
               "(Ramulator's time over sieve's, the runs of the same round). Streamed run = "
               "in-memory path, cycle for cycle: " + ", ".join(

@@ -15,8 +15,9 @@
 cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
+from cpython cimport array as carray
 
-import numpy as np
+import array as _pyarray
 
 cdef extern from *:
     """
@@ -106,12 +107,75 @@ cdef int _reraise() except -1:
     """Propagate the exception a signal handler left pending (see _check_signals)."""
     return -1
 
-# Numpy view of LogRec (2 x int64 + 8 x int32, no padding); must equal sieve.dram.log.LOG_DTYPE
-# (sieve.dram.engine asserts it at import).
-LOG_DTYPE = np.dtype([("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
-                          ("ch", np.int32), ("pc", np.int32), ("sid", np.int32),
-                          ("bg", np.int32), ("bank", np.int32), ("row", np.int32),
-                          ("col", np.int32)])
+# numpy is imported on first use, not with the engine: `sieve dram --trace` builds the engine,
+# runs the trace and reports without it (its import is about 6 % of that command's CPU time on
+# 2 M requests, docs/performance.md). The engine's own arrays are array.array buffers; the
+# methods that take or return numpy arrays import it through _np().
+cdef object _numpy = None
+
+
+cdef object _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+cdef carray.array _TMPL_I8 = _pyarray.array("b")
+cdef carray.array _TMPL_I32 = _pyarray.array("i")
+cdef carray.array _TMPL_I64 = _pyarray.array("q")
+assert _TMPL_I32.itemsize == 4 and _TMPL_I64.itemsize == 8
+
+
+cdef carray.array _filled(carray.array tmpl, Py_ssize_t n, int64_t value):
+    """A new array.array of tmpl's type with n entries, each ``value`` (numpy's full)."""
+    if n < 0:
+        raise ValueError("sieve._dram: negative array size")
+    cdef carray.array a = carray.clone(tmpl, n, value == 0)
+    cdef Py_ssize_t i
+    cdef int size = tmpl.ob_descr.itemsize
+    if value != 0:
+        if size == 1:
+            for i in range(n):
+                a.data.as_schars[i] = <signed char>value
+        elif size == 4:
+            for i in range(n):
+                a.data.as_ints[i] = <int>value
+        else:
+            for i in range(n):
+                a.data.as_longlongs[i] = <long long>value
+    return a
+
+
+cdef carray.array _as_ints(str who, str name, value, carray.array tmpl):
+    """``value`` (any sequence or 1-D buffer of integers: a list, a numpy array, an
+    array.array) copied into a new array.array of tmpl's type (numpy's ascontiguousarray
+    with a dtype, for 1-D integer input); ValueError names the field otherwise."""
+    code = tmpl.typecode
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError("not a sequence of integers")
+        return _pyarray.array(code, value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{who}: {name} must be a sequence of integers that fit "
+                         f"{tmpl.itemsize * 8}-bit entries ({exc})") from None
+
+
+# Fields of LogRec (2 x int64 + 8 x int32, no padding) as (name, numpy type) pairs; must equal
+# sieve.dram.log.LOG_FIELDS (sieve.dram.engine asserts it at import). log_dtype() is its numpy
+# dtype, built on first use.
+LOG_FIELDS = (("tick", "<i8"), ("seq", "<i8"), ("cmd", "<i4"), ("ch", "<i4"), ("pc", "<i4"),
+              ("sid", "<i4"), ("bg", "<i4"), ("bank", "<i4"), ("row", "<i4"), ("col", "<i4"))
+cdef object _log_dtype = None
+
+
+def log_dtype():
+    """The numpy dtype of the command log's records (LOG_FIELDS)."""
+    global _log_dtype
+    if _log_dtype is None:
+        _log_dtype = _np().dtype(list(LOG_FIELDS))
+    return _log_dtype
 
 # Columns of a PIM kernel descriptor row (see sieve.dram.GemvKernel)
 cdef enum:
@@ -146,7 +210,7 @@ _PC_FIELDS = _BUFFER_FIELDS + _PC_COUNTERS
 
 def _put_channels(str name, view, value, Py_ssize_t n):
     """Write ``value`` into the first ``n`` channels of a by-channel view (shape checked)."""
-    a = np.asarray(value)
+    a = _np().asarray(value)
     if a.shape != view[:n].shape or (a.size and a.dtype.kind not in "iu"):
         raise ValueError(f"Engine.set_state_by_channel: {name} must be an integer array of "
                          f"shape {view[:n].shape}, got {a.dtype} {a.shape}")
@@ -179,11 +243,16 @@ cdef class Engine:
             self.log_buf = NULL
 
     def __init__(self, dict arrays, int n_channels, bint log=False):
-        cdef int l
-        counts = np.asarray(arrays["counts"], dtype=np.int64)
-        if counts.shape != (N_LEVELS,) or n_channels < 1 or np.any(counts[1:] < 1):
+        cdef int l, key2, c
+        cdef Py_ssize_t i, n_rows_c
+        cdef int64_t k
+        cdef int32_t nf
+        counts = _as_ints("Engine", "counts", arrays["counts"], _TMPL_I64)
+        if len(counts) != N_LEVELS or n_channels < 1 or any(x < 1 for x in counts[1:]):
             raise ValueError("Engine: counts must be 5 positive level sizes, n_channels >= 1")
-        total = int(n_channels) * int(np.prod(counts[1:]))
+        total = int(n_channels)
+        for x in counts[1:]:
+            total *= int(x)
         if total > (1 << 31) - 1:
             raise ValueError(f"Engine: {total} banks exceed the engine's int32 bank index")
         self.cnt[0] = n_channels
@@ -219,62 +288,78 @@ cdef class Engine:
         if self.ref_interval < 1:
             raise ValueError("Engine: the refresh interval must be >= 1 tick")
 
-        def vec(name, dtype, n):
-            v = np.ascontiguousarray(arrays[name], dtype=dtype)
-            if v.shape != (n,):
+        def vec(name, tmpl, n):
+            a = _as_ints("Engine", name, arrays[name], tmpl)
+            if len(a) != n:
                 raise ValueError(f"Engine: {name} must have {n} entries")
-            return v
+            return a
 
         nc = self.n_cmd
-        self.cmd_scope = vec("cmd_scope", np.int32, nc)
-        self.cmd_kind = vec("cmd_kind", np.int32, nc)
-        self.cmd_buffer = vec("cmd_buffer", np.int32, nc)
-        self.cmd_align = vec("cmd_align", np.int32, nc)
-        self.cmd_enabled = vec("cmd_enabled", np.int32, nc)
-        if (np.any((np.asarray(self.cmd_scope) < 0) | (np.asarray(self.cmd_scope) >= N_LEVELS))
-                or np.any((np.asarray(self.cmd_buffer) < 0) | (np.asarray(self.cmd_buffer) > 1))
-                or np.any(np.asarray(self.cmd_align) < 1)):
-            raise ValueError("Engine: command scopes, buffers or alignments out of range")
-        if np.any(np.asarray(self.cmd_align) & (np.asarray(self.cmd_align) - 1)):
-            raise ValueError("command alignments (ticks_per_ck) must be powers of two")
-        self.cmd_amask = np.asarray(self.cmd_align, dtype=np.int64) - 1
-        ptr = vec("cons_ptr", np.int32, N_LEVELS * nc + 1)
-        nxt = np.ascontiguousarray(arrays["cons_next"], dtype=np.int32)
-        n_rows_c = nxt.shape[0]
-        lat_a = np.ascontiguousarray(arrays["cons_lat"], dtype=np.int64)
-        win_a = np.ascontiguousarray(arrays["cons_win"], dtype=np.int32)
-        sib_a = np.ascontiguousarray(arrays["cons_sib"], dtype=np.int32)
-        nplain = vec("cons_nplain", np.int32, N_LEVELS * nc)
-        if (ptr[0] != 0 or ptr[ptr.shape[0] - 1] != n_rows_c or np.any(np.diff(ptr) < 0)
-                or lat_a.shape != (n_rows_c,) or win_a.shape != (n_rows_c,)
-                or sib_a.shape != (n_rows_c,) or np.any((nxt < 0) | (nxt >= nc))
-                or np.any(lat_a < 0) or np.any(lat_a > MAX_TICK) or np.any(nplain < 0)
-                or np.any(nplain > np.diff(ptr))):
+        self.cmd_scope = vec("cmd_scope", _TMPL_I32, nc)
+        self.cmd_kind = vec("cmd_kind", _TMPL_I32, nc)
+        self.cmd_buffer = vec("cmd_buffer", _TMPL_I32, nc)
+        self.cmd_align = vec("cmd_align", _TMPL_I32, nc)
+        self.cmd_enabled = vec("cmd_enabled", _TMPL_I32, nc)
+        for i in range(nc):
+            if (not 0 <= self.cmd_scope[i] < N_LEVELS or not 0 <= self.cmd_buffer[i] <= 1
+                    or self.cmd_align[i] < 1):
+                raise ValueError("Engine: command scopes, buffers or alignments out of range")
+        for i in range(nc):
+            if self.cmd_align[i] & (self.cmd_align[i] - 1):
+                raise ValueError("command alignments (ticks_per_ck) must be powers of two")
+        amask = _filled(_TMPL_I64, nc, 0)
+        for i in range(nc):
+            amask[i] = self.cmd_align[i] - 1
+        self.cmd_amask = amask
+        ptr = vec("cons_ptr", _TMPL_I32, N_LEVELS * nc + 1)
+        # the rows with one more entry at the end: an empty table still needs a valid buffer
+        nxt = _as_ints("Engine", "cons_next", arrays["cons_next"], _TMPL_I32)
+        n_rows_c = len(nxt)
+        lat_a = _as_ints("Engine", "cons_lat", arrays["cons_lat"], _TMPL_I64)
+        win_a = _as_ints("Engine", "cons_win", arrays["cons_win"], _TMPL_I32)
+        sib_a = _as_ints("Engine", "cons_sib", arrays["cons_sib"], _TMPL_I32)
+        nplain = vec("cons_nplain", _TMPL_I32, N_LEVELS * nc)
+        bad = (ptr[0] != 0 or ptr[len(ptr) - 1] != n_rows_c or len(lat_a) != n_rows_c
+               or len(win_a) != n_rows_c or len(sib_a) != n_rows_c)
+        for i in range(N_LEVELS * nc):
+            if ptr[i + 1] < ptr[i] or not 0 <= nplain[i] <= ptr[i + 1] - ptr[i]:
+                bad = True
+        for i in range(n_rows_c):
+            if not 0 <= nxt[i] < nc or not 0 <= lat_a[i] <= MAX_TICK:
+                bad = True
+        if bad:
             raise ValueError("Engine: inconsistent constraint table")
         self.max_window = max(1, int(arrays["max_window"]))
-        if np.any((win_a < 1) | (win_a > self.max_window)):
-            raise ValueError("Engine: constraint windows out of range")
+        for i in range(n_rows_c):
+            if not 1 <= win_a[i] <= self.max_window:
+                raise ValueError("Engine: constraint windows out of range")
         self.cons_ptr = ptr
         self.cons_nplain = nplain
-        # an empty table still needs a valid buffer
-        self.cons_next = np.ascontiguousarray(np.append(nxt, 0), dtype=np.int32)
-        self.cons_lat = np.ascontiguousarray(np.append(lat_a, 0), dtype=np.int64)
-        self.cons_win = np.ascontiguousarray(np.append(win_a, 1), dtype=np.int32)
-        self.cons_sib = np.ascontiguousarray(np.append(sib_a, 0), dtype=np.int32)
-        self.max_lat = int(lat_a.max()) if n_rows_c else 0
-        n_slots = np.asarray(arrays["n_slots"], dtype=np.int64)
-        hs = vec("hist_slot", np.int32, N_LEVELS * nc)
-        if n_slots.shape != (N_LEVELS,) or np.any(n_slots < 0) or np.any(
-                hs >= np.repeat(n_slots, nc)) or np.any(hs < -1):
+        nxt.append(0)
+        lat_a.append(0)
+        win_a.append(1)
+        sib_a.append(0)
+        self.cons_next = nxt
+        self.cons_lat = lat_a
+        self.cons_win = win_a
+        self.cons_sib = sib_a
+        self.max_lat = max(lat_a[:n_rows_c]) if n_rows_c else 0
+        n_slots = _as_ints("Engine", "n_slots", arrays["n_slots"], _TMPL_I64)
+        hs = vec("hist_slot", _TMPL_I32, N_LEVELS * nc)
+        bad = len(n_slots) != N_LEVELS or any(x < 0 for x in n_slots)
+        if not bad:
+            for i in range(N_LEVELS * nc):
+                if not -1 <= hs[i] < n_slots[i // nc]:
+                    bad = True
+        if bad:
             raise ValueError("Engine: inconsistent history slots")
         # every windowed row must have a history slot for its (level, preceding command)
-        group = np.searchsorted(ptr, np.arange(n_rows_c), side="right") - 1
-        if np.any(hs[group[win_a > 1]] < 0):
-            raise ValueError("Engine: a windowed constraint has no history slot")
+        for i in range(N_LEVELS * nc):
+            if hs[i] < 0:
+                for k in range(ptr[i], ptr[i + 1]):
+                    if win_a[k] > 1:
+                        raise ValueError("Engine: a windowed constraint has no history slot")
         self.hist_slot = hs
-        cdef int64_t k
-        cdef int32_t nf
-        cdef int key2, c
         self.n_rows_total = n_rows_c
         free(self.rows)
         self.rows = <ConsRow*>malloc(max(1, self.n_rows_total) * sizeof(ConsRow))
@@ -328,21 +413,21 @@ cdef class Engine:
             off += <int64_t>self.n_nodes[l] * self.n_cmd
             self.hist_off[l] = hoff
             hoff += <int64_t>self.n_nodes[l] * self.n_slots[l] * self.max_window
-        self.ready = np.zeros(off, dtype=np.int64)
-        self.hist = np.full(max(hoff, 1), -1, dtype=np.int64)
-        self.n_buffers = 2 if int(np.max(self.cmd_buffer)) > 0 else 1
-        self.open_row = np.full(self.n_buffers * self.n_nodes[4], -1, dtype=np.int32)
-        self.ab_row = np.full(self.n_buffers * self.n_nodes[1], -1, dtype=np.int32)
-        self.sb_row = np.full(self.n_buffers * self.n_nodes[2], -1, dtype=np.int32)
-        self.pb_row = np.full(self.n_buffers * self.n_nodes[1] * 2, -1, dtype=np.int32)
-        self.n_open = np.zeros(self.n_buffers * self.n_nodes[1], dtype=np.int32)
+        self.ready = _filled(_TMPL_I64, off, 0)
+        self.hist = _filled(_TMPL_I64, max(hoff, 1), -1)
+        self.n_buffers = 2 if max(self.cmd_buffer) > 0 else 1
+        self.open_row = _filled(_TMPL_I32, self.n_buffers * self.n_nodes[4], -1)
+        self.ab_row = _filled(_TMPL_I32, self.n_buffers * self.n_nodes[1], -1)
+        self.sb_row = _filled(_TMPL_I32, self.n_buffers * self.n_nodes[2], -1)
+        self.pb_row = _filled(_TMPL_I32, self.n_buffers * self.n_nodes[1] * 2, -1)
+        self.n_open = _filled(_TMPL_I32, self.n_buffers * self.n_nodes[1], 0)
         self.pim_ab_off = <int64_t>self.cmd_buffer[C_ACTAB] * self.n_nodes[1]
-        self.ref_due = np.full(self.n_nodes[1], self.ref_interval, dtype=np.int64)
-        self.ref_rr = np.zeros(self.n_nodes[1], dtype=np.int32)
-        self.pc_last = np.zeros(self.n_nodes[1], dtype=np.int64)
-        self.pc_lseq = np.zeros(self.n_nodes[1], dtype=np.int64)
-        self.ch_last = np.zeros(self.n_nodes[0], dtype=np.int64)
-        self.cmd_count = np.zeros(self.n_cmd, dtype=np.int64)
+        self.ref_due = _filled(_TMPL_I64, self.n_nodes[1], self.ref_interval)
+        self.ref_rr = _filled(_TMPL_I32, self.n_nodes[1], 0)
+        self.pc_last = _filled(_TMPL_I64, self.n_nodes[1], 0)
+        self.pc_lseq = _filled(_TMPL_I64, self.n_nodes[1], 0)
+        self.ch_last = _filled(_TMPL_I64, self.n_nodes[0], 0)
+        self.cmd_count = _filled(_TMPL_I64, self.n_cmd, 0)
         self.seq = 0
         self.status = E_OK
         self.log_on = log
@@ -394,15 +479,19 @@ cdef class Engine:
         return self.max_lat
 
     def counts(self):
-        """Issued commands per command id (copy)."""
-        return np.asarray(self.cmd_count).copy()
+        """Issued commands per command id (a numpy int64 array, a copy)."""
+        return _np().asarray(self.cmd_count).copy()
+
+    def counts_list(self):
+        """Issued commands per command id, as a list of ints (needs no numpy)."""
+        return [self.cmd_count[i] for i in range(self.cmd_count.shape[0])]
 
     def open_rows(self, int buffer=0):
         """Open row of every bank (global bank order), -1 = closed (copy)."""
         if not 0 <= buffer < self.n_buffers:
             raise ValueError(f"row buffer {buffer} out of range [0, {self.n_buffers})")
         n = self.n_nodes[4]
-        return np.asarray(self.open_row[buffer * n:(buffer + 1) * n]).copy()
+        return _np().asarray(self.open_row[buffer * n:(buffer + 1) * n]).copy()
 
     def set_logging(self, bint on):
         self.log_on = on
@@ -411,9 +500,9 @@ cdef class Engine:
         """The command log as a numpy structured array in issue order (a copy)."""
         cdef int64_t n = self.log_n
         if n == 0:
-            return np.empty(0, dtype=LOG_DTYPE)
+            return _np().empty(0, dtype=log_dtype())
         raw = (<char*>self.log_buf)[:n * sizeof(LogRec)]  # bytes copy of the C buffer
-        return np.frombuffer(raw, dtype=LOG_DTYPE, count=n).copy()
+        return _np().frombuffer(raw, dtype=log_dtype(), count=n).copy()
 
     def take_log(self):
         """The command log recorded since the last take_log (a copy); empties the buffer."""
@@ -438,15 +527,15 @@ cdef class Engine:
                 "n_buffers": self.n_buffers, "banks_per_pc": self.banks_per_pc,
                 "n_channels": self.cnt[0], "pcs_per_channel": self.cnt[1],
                 "ticks_per_ck": self.tpc, "refresh_interval": self.ref_interval,
-                "align": int(np.max(self.cmd_align))}
+                "align": int(_np().max(self.cmd_align))}
 
     def _arrays(self):
-        return {"ready": np.asarray(self.ready), "hist": np.asarray(self.hist),
-                "open_row": np.asarray(self.open_row), "ab_row": np.asarray(self.ab_row),
-                "sb_row": np.asarray(self.sb_row), "pb_row": np.asarray(self.pb_row),
-                "n_open": np.asarray(self.n_open), "ref_due": np.asarray(self.ref_due),
-                "ref_rr": np.asarray(self.ref_rr), "pc_last": np.asarray(self.pc_last),
-                "pc_lseq": np.asarray(self.pc_lseq), "ch_last": np.asarray(self.ch_last)}
+        return {"ready": _np().asarray(self.ready), "hist": _np().asarray(self.hist),
+                "open_row": _np().asarray(self.open_row), "ab_row": _np().asarray(self.ab_row),
+                "sb_row": _np().asarray(self.sb_row), "pb_row": _np().asarray(self.pb_row),
+                "n_open": _np().asarray(self.n_open), "ref_due": _np().asarray(self.ref_due),
+                "ref_rr": _np().asarray(self.ref_rr), "pc_last": _np().asarray(self.pc_last),
+                "pc_lseq": _np().asarray(self.pc_lseq), "ch_last": _np().asarray(self.ch_last)}
 
     def get_state(self):
         """Copies of the persistent state arrays (STATE_FIELDS), plus the issue count."""
@@ -460,20 +549,20 @@ cdef class Engine:
         cur = self._arrays()
         new = {}
         for k in self.STATE_FIELDS:
-            v = np.asarray(state[k])
+            v = _np().asarray(state[k])
             if v.shape != cur[k].shape or v.dtype.kind not in "iu":
                 raise ValueError(f"Engine.set_state: {k} must be an integer array of shape "
                                  f"{cur[k].shape}")
             new[k] = v.astype(cur[k].dtype, casting="unsafe")
-        if np.any((new["ref_rr"] < 0) | (new["ref_rr"] >= self.banks_per_pc)):
+        if _np().any((new["ref_rr"] < 0) | (new["ref_rr"] >= self.banks_per_pc)):
             raise ValueError("Engine.set_state: ref_rr out of range")
-        if np.any((new["n_open"] < 0) | (new["n_open"] > self.banks_per_pc)):
+        if _np().any((new["n_open"] < 0) | (new["n_open"] > self.banks_per_pc)):
             raise ValueError("Engine.set_state: n_open out of range")
         for k in ("ready", "ref_due", "pc_last", "ch_last"):
-            if np.any(np.abs(new[k]) > MAX_TICK):
+            if _np().any(_np().abs(new[k]) > MAX_TICK):
                 raise ValueError(f"Engine.set_state: {k} out of the tick range")
         seq = int(state["seq"])
-        if not 0 <= seq <= MAX_TICK or np.any((new["pc_lseq"] < 0) | (new["pc_lseq"] > seq)):
+        if not 0 <= seq <= MAX_TICK or _np().any((new["pc_lseq"] < 0) | (new["pc_lseq"] > seq)):
             raise ValueError("Engine.set_state: seq / pc_lseq out of range")
         for k in self.STATE_FIELDS:
             cur[k][...] = new[k]
@@ -559,7 +648,7 @@ cdef class Engine:
         cdef int l, p, k, r
         out = []
         for l in range(N_LEVELS):
-            h = np.zeros(self.n_slots[l], dtype=np.int64)
+            h = _np().zeros(self.n_slots[l], dtype=_np().int64)
             for p in range(self.n_cmd):
                 k = l * self.n_cmd + p
                 if self.hist_slot[k] < 0:
@@ -577,19 +666,19 @@ cdef class Engine:
         c takes the state of pseudo-channel ``pcs[c, p]`` of channel ``idx[c]`` (with its
         banks), the channel-level state coming from channel ``idx[c]``."""
         nch, npc = self.cnt[0], self.cnt[1]
-        ix = np.asarray(idx)
-        if ix.shape != (nch,) or ix.dtype.kind not in "iu" or np.any((ix < 0) | (ix >= nch)):
+        ix = _np().asarray(idx)
+        if ix.shape != (nch,) or ix.dtype.kind not in "iu" or _np().any((ix < 0) | (ix >= nch)):
             raise ValueError(f"select_channels: expected {nch} channel indices in [0, {nch})")
-        ix = ix.astype(np.intp)
+        ix = ix.astype(_np().intp)
         if pcs is None:
-            px = np.broadcast_to(np.arange(npc, dtype=np.intp), (nch, npc))
+            px = _np().broadcast_to(_np().arange(npc, dtype=_np().intp), (nch, npc))
         else:
-            px = np.asarray(pcs)
-            if px.shape != (nch, npc) or px.dtype.kind not in "iu" or np.any(
+            px = _np().asarray(pcs)
+            if px.shape != (nch, npc) or px.dtype.kind not in "iu" or _np().any(
                     (px < 0) | (px >= npc)):
                 raise ValueError(f"select_channels: pcs must be ({nch}, {npc}) pseudo-channel "
                                  f"indices in [0, {npc})")
-            px = px.astype(np.intp)
+            px = px.astype(_np().intp)
         src = (ix[:, None], px)  # (channel, pc) source of every (channel, pc)
         v = self._by_channel(self._arrays())
         for seg in v["ready"] + v["hist"]:
@@ -610,20 +699,20 @@ cdef class Engine:
     def add_counts(self, delta, int64_t n_issued):
         """Add commands issued elsewhere (a memoised run): per-command counts and the issue
         count."""
-        d = np.asarray(delta, dtype=np.int64)
-        if d.shape != (self.n_cmd,) or np.any(d < 0) or not 0 <= n_issued <= MAX_TICK:
+        d = _np().asarray(delta, dtype=_np().int64)
+        if d.shape != (self.n_cmd,) or _np().any(d < 0) or not 0 <= n_issued <= MAX_TICK:
             raise ValueError("Engine.add_counts: bad arguments")
-        cur = np.asarray(self.cmd_count)
+        cur = _np().asarray(self.cmd_count)
         cur += d
         self.seq += n_issued
 
     def replicate_counts(self, counts_before, int64_t seq_before, int reps):
         """After a run simulated on one channel and broadcast to ``reps`` channels: scale the
         commands issued since (``counts_before``, ``seq_before``) by ``reps``."""
-        cb = np.asarray(counts_before, dtype=np.int64)
+        cb = _np().asarray(counts_before, dtype=_np().int64)
         if cb.shape != (self.n_cmd,) or reps < 1 or not 0 <= seq_before <= self.seq:
             raise ValueError("Engine.replicate_counts: bad arguments")
-        cur = np.asarray(self.cmd_count)
+        cur = _np().asarray(self.cmd_count)
         cur[:] = cb + (cur - cb) * reps
         self.seq = seq_before + (self.seq - seq_before) * reps
 

@@ -930,17 +930,17 @@ def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int 
     """Members of each barrier set and participants of each of its instances (CSR), and
     per set whether it spans several channels."""
     n_pcs = prog_ptr.shape[0] - 1
-    ptr = np.asarray(prog_ptr)
-    bar = np.asarray(prog_bar)[:ptr[n_pcs]]  # (a program without kernels has a placeholder)
-    pc_of = np.repeat(np.arange(n_pcs), np.diff(ptr))
+    ptr = _np().asarray(prog_ptr)
+    bar = _np().asarray(prog_bar)[:ptr[n_pcs]]  # (a program without kernels has a placeholder)
+    pc_of = _np().repeat(_np().arange(n_pcs), _np().diff(ptr))
     has = bar >= 0
-    cnt = np.zeros((max(n_sets, 1), max(n_pcs, 1)), dtype=np.int64)
-    np.add.at(cnt, (bar[has], pc_of[has]), 1)
-    mem_ptr = np.zeros(n_sets + 1, dtype=np.int32)
-    mem, need_ptr, need = [], np.zeros(n_sets + 1, dtype=np.int32), []
-    cross = np.zeros(max(n_sets, 1), dtype=np.int8)
+    cnt = _np().zeros((max(n_sets, 1), max(n_pcs, 1)), dtype=_np().int64)
+    _np().add.at(cnt, (bar[has], pc_of[has]), 1)
+    mem_ptr = _np().zeros(n_sets + 1, dtype=_np().int32)
+    mem, need_ptr, need = [], _np().zeros(n_sets + 1, dtype=_np().int32), []
+    cross = _np().zeros(max(n_sets, 1), dtype=_np().int8)
     for s in range(n_sets):
-        m = np.flatnonzero(cnt[s] > 0)
+        m = _np().flatnonzero(cnt[s] > 0)
         mem.extend(m.tolist())
         mem_ptr[s + 1] = len(mem)
         cross[s] = m.size > 0 and (m // n_pc_ch).min() != (m // n_pc_ch).max()
@@ -948,8 +948,8 @@ def _barrier_sets(const int64_t[::1] prog_ptr, const int32_t[::1] prog_bar, int 
         need.extend(int((cnt[s] > i).sum()) for i in range(k))
         need.append(0)  # one past the last instance: never reached
         need_ptr[s + 1] = len(need)
-    return (mem_ptr, np.array(mem + [0], dtype=np.int32), need_ptr,
-            np.array(need + [0], dtype=np.int32), cross)
+    return (mem_ptr, _np().array(mem + [0], dtype=_np().int32), need_ptr,
+            _np().array(need + [0], dtype=_np().int32), cross)
 
 
 def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_ptr,
@@ -964,17 +964,17 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
     n_pcs = n_sim_ch * eng.cnt[1]
     if kernels.shape[1] != K_NFIELDS:
         raise ValueError("kernel descriptors need %d fields" % K_NFIELDS)
-    ptr = np.asarray(prog_ptr)
+    ptr = _np().asarray(prog_ptr)
     n_slots = prog_kern.shape[0]
     last = int(ptr[ptr.shape[0] - 1]) if ptr.shape[0] else -1
-    if ptr.shape != (n_pcs + 1,) or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or (
+    if ptr.shape != (n_pcs + 1,) or ptr[0] != 0 or _np().any(_np().diff(ptr) < 0) or (
             last > n_slots) or prog_bar.shape[0] != n_slots:
         raise ValueError("run_pim: prog_ptr must be a CSR pointer of one stream per "
                          "simulated pseudo-channel over prog_kern / prog_bar")
-    pk = np.asarray(prog_kern)
+    pk = _np().asarray(prog_kern)
     if n_slots and (pk.min() < 0 or pk.max() >= kernels.shape[0]):
         raise ValueError("run_pim: prog_kern names a kernel outside the table")
-    pb = np.asarray(prog_bar)
+    pb = _np().asarray(prog_bar)
     if n_slots and (pb.min() < -1 or pb.max() >= n_sets):
         raise ValueError("run_pim: prog_bar names a barrier set outside [0, n_sets)")
     if any(o.shape[0] < last for o in outs_slot) or any(o.shape[0] != n_pcs
@@ -982,7 +982,7 @@ def _check_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] pro
         raise ValueError("run_pim: output arrays too short")
     if not 0 <= start <= MAX_TICK:
         raise ValueError("run_pim: start tick out of range [0, 2**61]")
-    for row in np.asarray(kernels).tolist():
+    for row in _np().asarray(kernels).tolist():
         nvec, nchunk, gw, rows, macs, nres, base, gap, vpp = row
         if nvec < 1 or nchunk < 1 or min(gw, rows, macs, nres, base, gap) < 0:
             raise ValueError(f"run_pim: kernel {row}: counts must be >= 0, n_vectors and "
@@ -1003,28 +1003,28 @@ def _check_modes(Engine eng, steps, seq_ptr, overhead, int64_t n_pcs):
     """Validate the mode-sequence table (sieve.dram.pimmode.mode_sequences) and the overhead
     output; None: no protocol / a scratch array."""
     if steps is None:
-        steps = np.zeros((1, S_NFIELDS), dtype=np.int64)
-        seq_ptr = np.zeros(N_SEQ + 1, dtype=np.int64)
-    st = np.ascontiguousarray(steps, dtype=np.int64)
-    sp = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+        steps = _np().zeros((1, S_NFIELDS), dtype=_np().int64)
+        seq_ptr = _np().zeros(N_SEQ + 1, dtype=_np().int64)
+    st = _np().ascontiguousarray(steps, dtype=_np().int64)
+    sp = _np().ascontiguousarray(seq_ptr, dtype=_np().int64)
     if st.ndim != 2 or st.shape[1] != S_NFIELDS or st.shape[0] < 1 or sp.shape != (N_SEQ + 1,) \
-            or sp[0] != 0 or np.any(np.diff(sp) < 0) or sp[N_SEQ] > st.shape[0]:
+            or sp[0] != 0 or _np().any(_np().diff(sp) < 0) or sp[N_SEQ] > st.shape[0]:
         raise ValueError(f"run_pim: steps must be an (n >= 1, {S_NFIELDS}) int64 table and "
                          f"seq_ptr a CSR pointer of {N_SEQ} sequences over it")
     used = st[:sp[N_SEQ]]
     if used.size:
         op, sid, bg, ba, row, col = used.T
         rw = (op == OP_RD) | (op == OP_WR)
-        if (np.any((op < OP_ACT) | (op > OP_WR)) or np.any((sid < 0) | (sid >= eng.cnt[2]))
-                or np.any((bg < 0) | (bg >= eng.cnt[3])) or np.any((ba < 0) | (ba >= eng.cnt[4]))
-                or np.any((op != OP_PRE) & ((row < 0) | (row >= eng.n_rows))
+        if (_np().any((op < OP_ACT) | (op > OP_WR)) or _np().any((sid < 0) | (sid >= eng.cnt[2]))
+                or _np().any((bg < 0) | (bg >= eng.cnt[3])) or _np().any((ba < 0) | (ba >= eng.cnt[4]))
+                or _np().any((op != OP_PRE) & ((row < 0) | (row >= eng.n_rows))
                           & ~(rw & (row == ROW_AFTER_W)))
-                or np.any(rw & ((col < 0) | (col >= eng.n_cols)))):
+                or _np().any(rw & ((col < 0) | (col >= eng.n_cols)))):
             raise ValueError("run_pim: a mode-sequence step addresses a command, bank, row or "
                              "column outside the device")
     if overhead is None:
-        overhead = np.zeros((max(n_pcs, 1), N_OV), dtype=np.int64)
-    elif not (isinstance(overhead, np.ndarray) and overhead.dtype == np.int64
+        overhead = _np().zeros((max(n_pcs, 1), N_OV), dtype=_np().int64)
+    elif not (isinstance(overhead, _np().ndarray) and overhead.dtype == _np().int64
               and overhead.shape == (n_pcs, N_OV) and overhead.flags.c_contiguous
               and overhead.flags.writeable):
         raise ValueError(f"run_pim: overhead must be a writable C-contiguous int64 array of "
@@ -1110,8 +1110,8 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     if idle != IDLE_OPEN and idle != IDLE_CLOSED:
         raise ValueError(f"run_pim: idle policy {idle} out of range [0, 1]")
     if ch_counts is None:
-        ch_counts = np.zeros((n_sim_ch, eng.n_cmd), dtype=np.int64)
-    elif not (isinstance(ch_counts, np.ndarray) and ch_counts.dtype == np.int64
+        ch_counts = _np().zeros((n_sim_ch, eng.n_cmd), dtype=_np().int64)
+    elif not (isinstance(ch_counts, _np().ndarray) and ch_counts.dtype == _np().int64
               and ch_counts.shape == (n_sim_ch, eng.n_cmd)
               and ch_counts.flags.c_contiguous and ch_counts.flags.writeable):
         raise ValueError(f"run_pim: ch_counts must be a writable C-contiguous int64 array of "
@@ -1119,8 +1119,8 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     cdef int n_pc_ch = eng.cnt[1]
     cdef int64_t n_pcs = <int64_t>n_sim_ch * n_pc_ch
     steps, seq_ptr, overhead = _check_modes(eng, steps, seq_ptr, overhead, n_pcs)
-    if np.any(steps[:seq_ptr[N_SEQ], S_ROW] == ROW_AFTER_W):
-        for row in np.asarray(kernels).tolist():  # the row after the weights must exist
+    if _np().any(steps[:seq_ptr[N_SEQ], S_ROW] == ROW_AFTER_W):
+        for row in _np().asarray(kernels).tolist():  # the row after the weights must exist
             weights = (_even_chunks(row[K_NCHUNK]) if eng.parity else row[K_NCHUNK]) * row[K_ROWS]
             if (row[K_GW] or (row[K_ROWS] and row[K_MACS]) or row[K_NRES]) and (
                     row[K_BASE] + weights >= eng.n_rows):
@@ -1132,7 +1132,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.kernels = kernels
     run.slot_kernel = prog_kern
     run.slot_barrier = prog_bar
-    run.pc_state = np.zeros((max(n_pcs, 1), P_NFIELDS), dtype=np.int64)
+    run.pc_state = _np().zeros((max(n_pcs, 1), P_NFIELDS), dtype=_np().int64)
     run.k_start = k_start
     run.k_end = k_end
     run.pc_busy = pc_busy
@@ -1142,9 +1142,9 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     run.members = mem
     run.n_needed_ptr = need_ptr
     run.n_needed = need
-    run.bar_instance = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.bar_arrived = np.zeros(max(n_sets, 1), dtype=np.int64)
-    run.bar_latest_end = np.zeros(max(n_sets, 1), dtype=np.int64)
+    run.bar_instance = _np().zeros(max(n_sets, 1), dtype=_np().int64)
+    run.bar_arrived = _np().zeros(max(n_sets, 1), dtype=_np().int64)
+    run.bar_latest_end = _np().zeros(max(n_sets, 1), dtype=_np().int64)
     run.bar_cross = cross
     run.pcs_per_ch = n_pc_ch
     run.ch_counts = ch_counts
@@ -1165,7 +1165,7 @@ def run_pim(Engine eng, const int64_t[:, ::1] kernels, const int64_t[::1] prog_p
     cdef int64_t q
     cdef int c
     cdef tick_t final = start
-    cdef bint use_sync = bool(np.any(cross))
+    cdef bint use_sync = bool(_np().any(cross))
     cdef int rc = E_OK
 
     eng.status = E_OK

@@ -1050,23 +1050,23 @@ cdef class RequestRun:
         self.stall_limit = 8 * (max(eng.nREFI, eng.nREFIpb * eng.banks_per_pc)
                                 + 16 * eng.max_lat)
         n_ch, n_pcs, n_banks, n_cmd = self.n_ch, self.n_pcs, self.n_banks, self.n_cmd
-        self.queue_head = np.full(2 * n_banks, -1, dtype=np.int32)
-        self.miss_row = np.full(2 * n_banks, -2, dtype=np.int32)
-        self.n_miss = np.zeros(2 * n_banks, dtype=np.int32)
-        self.queue_tail = np.full(2 * n_banks, -1, dtype=np.int32)
-        self.queued_banks = np.zeros(2 * n_banks, dtype=np.int32)
-        self.queued_bank_pos = np.full(2 * n_banks, -1, dtype=np.int32)
-        self.n_queued_banks = np.zeros(2 * n_pcs, dtype=np.int32)
-        self.queue_len = np.zeros(2 * n_ch, dtype=np.int32)
-        self.in_flight = np.zeros(n_ch, dtype=np.int64)
-        self.write_mode = np.zeros(n_ch, dtype=np.int8)
-        self.active_slot = np.full(n_banks, -1, dtype=np.int32)
-        self.active_banks = np.zeros(n_banks, dtype=np.int32)
-        self.active_bank_pos = np.full(n_banks, -1, dtype=np.int32)
-        self.n_active_banks = np.zeros(n_pcs, dtype=np.int32)
-        self.freed_tick = np.full(2 * n_ch, -1, dtype=np.int64)
-        self.n_freed = np.zeros(2 * n_ch, dtype=np.int32)
-        self.n_refs_waiting = np.zeros(n_ch, dtype=np.int8)
+        self.queue_head = _filled(_TMPL_I32, 2 * n_banks, -1)
+        self.miss_row = _filled(_TMPL_I32, 2 * n_banks, -2)
+        self.n_miss = _filled(_TMPL_I32, 2 * n_banks, 0)
+        self.queue_tail = _filled(_TMPL_I32, 2 * n_banks, -1)
+        self.queued_banks = _filled(_TMPL_I32, 2 * n_banks, 0)
+        self.queued_bank_pos = _filled(_TMPL_I32, 2 * n_banks, -1)
+        self.n_queued_banks = _filled(_TMPL_I32, 2 * n_pcs, 0)
+        self.queue_len = _filled(_TMPL_I32, 2 * n_ch, 0)
+        self.in_flight = _filled(_TMPL_I64, n_ch, 0)
+        self.write_mode = _filled(_TMPL_I8, n_ch, 0)
+        self.active_slot = _filled(_TMPL_I32, n_banks, -1)
+        self.active_banks = _filled(_TMPL_I32, n_banks, 0)
+        self.active_bank_pos = _filled(_TMPL_I32, n_banks, -1)
+        self.n_active_banks = _filled(_TMPL_I32, n_pcs, 0)
+        self.freed_tick = _filled(_TMPL_I64, 2 * n_ch, -1)
+        self.n_freed = _filled(_TMPL_I32, 2 * n_ch, 0)
+        self.n_refs_waiting = _filled(_TMPL_I8, n_ch, 0)
         self.inject_tick = -1
         self.inject_count = 0
         # candidate lists: at most three candidates per bank (RBank), named bank * 4 + k
@@ -1086,27 +1086,29 @@ cdef class RequestRun:
                 or self.cand_key == NULL or self.cand_group == NULL or self.cand_id == NULL
                 or self.rebuild_banks == NULL):
             raise MemoryError("run_requests: candidate lists")
-        self.n_cands = np.zeros(n_pcs, dtype=np.int32)
-        self.n_rebuild = np.zeros(n_pcs, dtype=np.int32)
-        self.pc_rebuild_all = np.ones(n_pcs, dtype=np.int8)
-        self.pc_best_valid = np.zeros(n_pcs, dtype=np.int8)
-        self.pc_best_tick = np.zeros(n_pcs, dtype=np.int64)
-        self.pc_best_id = np.zeros(n_pcs, dtype=np.int32)
-        self.ch_best_valid = np.zeros(n_ch, dtype=np.int8)
-        self.ch_best_tick = np.zeros(n_ch, dtype=np.int64)
-        self.ch_best_cmd = np.zeros(n_ch, dtype=np.int32)
-        self.ch_best_slot = np.zeros(n_ch, dtype=np.int32)
-        self.ch_best_bank = np.zeros(n_ch, dtype=np.int64)
-        self.ref_pending = np.zeros(n_pcs, dtype=np.int8)
-        self.ref_pending_bank = np.full(n_pcs, -1, dtype=np.int32)
-        self.last_progress = np.zeros(n_ch, dtype=np.int64)
-        am = np.asarray(eng.cmd_amask).copy()
+        self.n_cands = _filled(_TMPL_I32, n_pcs, 0)
+        self.n_rebuild = _filled(_TMPL_I32, n_pcs, 0)
+        self.pc_rebuild_all = _filled(_TMPL_I8, n_pcs, 1)
+        self.pc_best_valid = _filled(_TMPL_I8, n_pcs, 0)
+        self.pc_best_tick = _filled(_TMPL_I64, n_pcs, 0)
+        self.pc_best_id = _filled(_TMPL_I32, n_pcs, 0)
+        self.ch_best_valid = _filled(_TMPL_I8, n_ch, 0)
+        self.ch_best_tick = _filled(_TMPL_I64, n_ch, 0)
+        self.ch_best_cmd = _filled(_TMPL_I32, n_ch, 0)
+        self.ch_best_slot = _filled(_TMPL_I32, n_ch, 0)
+        self.ch_best_bank = _filled(_TMPL_I64, n_ch, 0)
+        self.ref_pending = _filled(_TMPL_I8, n_pcs, 0)
+        self.ref_pending_bank = _filled(_TMPL_I32, n_pcs, -1)
+        self.last_progress = _filled(_TMPL_I64, n_ch, 0)
+        am = _filled(_TMPL_I64, eng.n_cmd, 0)
+        for x in range(eng.n_cmd):
+            am[x] = eng.cmd_amask[x]
         if self.ramulator2:
             # Ramulator 2.1's HBM3/4 controller issues only PRE on falling edges
             for x in (C_ACT, C_REFAB, C_REFPB):
                 am[x] = eng.tpc - 1
         self.align_mask = am
-        self.pc_bursts = np.zeros(n_pcs, dtype=np.int64)
+        self.pc_bursts = _filled(_TMPL_I64, n_pcs, 0)
         self.banks = <RBank*>malloc(max(n_banks, 1) * sizeof(RBank))
         if self.banks == NULL:
             raise MemoryError("run_requests: bank state")
@@ -1163,7 +1165,7 @@ cdef class RequestRun:
     def feed(self, const int64_t[::1] arrive, const int32_t[::1] r_ch, const int32_t[::1] r_pc,
              const int32_t[::1] r_sid, const int32_t[::1] r_bg, const int32_t[::1] r_ba,
              const int32_t[::1] r_row, const int32_t[::1] r_col, const int8_t[::1] r_write,
-             r_addr=None):
+             const int64_t[::1] r_addr=None):
         """The next chunk of requests (decoded addresses, arrival ticks non-decreasing).
         ``r_addr``: the byte addresses (int64); with them the ramulator2 lifecycle forwards a
         read to a queued write of the same address and coalesces a write into one, as
@@ -1198,14 +1200,13 @@ cdef class RequestRun:
         self.in_col = r_col
         self.in_write = r_write
         if r_addr is not None:
-            ad = np.ascontiguousarray(r_addr, dtype=np.int64)
-            if ad.shape[0] != n:
+            if r_addr.shape[0] != n:
                 raise ValueError("run_requests: every request array must have one entry per "
                                  "request")
-            self.in_addr = ad
+            self.in_addr = r_addr
             self.forward_writes = self.ramulator2
         else:
-            self.in_addr = np.zeros(n, dtype=np.int64)
+            self.in_addr = _filled(_TMPL_I64, n, 0)
             self.forward_writes = False
         self.in_pos = 0
         self.in_len = n
@@ -1244,30 +1245,32 @@ cdef class RequestRun:
 
     def stats(self):
         """Counters of the run: completed and injected requests, read latency (count, sum,
-        histogram in ticks with the long tail listed), row classes, column commands per PC."""
+        histogram in ticks as an int64 array.array, the long tail as a sorted list), row
+        classes, column commands per PC (an int64 array.array); builds no numpy array."""
         cdef int64_t top = self.lat_hist_len
         while top > 0 and self.lat_hist[top - 1] == 0:
             top -= 1
         cdef int64_t i
-        hist = np.zeros(top, dtype=np.int64)
+        cdef carray.array hist = _filled(_TMPL_I64, top, 0)
         for i in range(top):
-            hist[i] = self.lat_hist[i]
-        tail = np.zeros(self.lat_tail_n, dtype=np.int64)
-        for i in range(self.lat_tail_n):
-            tail[i] = self.lat_tail[i]
+            hist.data.as_longlongs[i] = self.lat_hist[i]
+        tail = sorted([self.lat_tail[i] for i in range(self.lat_tail_n)])
+        cdef carray.array pcb = _filled(_TMPL_I64, self.n_pcs, 0)
+        for i in range(self.n_pcs):
+            pcb.data.as_longlongs[i] = self.pc_bursts[i]
         return {"completed": self.n_done, "injected": self.n_injected,
                 "end_tick": self.last_depart, "last_inject_tick": self.last_inject,
                 "reads": self.n_reads, "latency_sum_ticks": self.read_lat_sum,
-                "latency_hist": hist, "latency_tail": np.sort(tail),
+                "latency_hist": hist, "latency_tail": tail,
                 "hits": self.n_row_class[0], "misses": self.n_row_class[1],
                 "conflicts": self.n_row_class[2],
                 "forwarded": self.n_forwarded, "coalesced": self.n_coalesced,
-                "pc_bursts": np.asarray(self.pc_bursts).copy()}
+                "pc_bursts": pcb}
 
     def log_types(self):
         """Request type of every command logged during this run, in issue order: 0 read,
         1 write, -1 refresh (Ramulator 2.1's command-trace 'type')."""
-        out = np.empty(self.log_req_types_n, dtype=np.int8)
+        out = _np().empty(self.log_req_types_n, dtype=_np().int8)
         for i in range(self.log_req_types_n):
             out[i] = self.log_req_types[i]
         return out
@@ -1575,7 +1578,7 @@ def run_requests(Engine eng, const int64_t[::1] arrive, const int32_t[::1] r_ch,
     run.feed(arrive, r_ch, r_pc, r_sid, r_bg, r_ba, r_row, r_col, r_write)
     run.finish_input()
     rc = run.advance()
-    np.asarray(out_pc_bursts)[:] += run.stats()["pc_bursts"]
+    _np().asarray(out_pc_bursts)[:] += run.stats()["pc_bursts"]
     if rc != RUN_DONE:
         return -1
     return run.end_tick

@@ -19,7 +19,7 @@ from pathlib import Path
 
 #: package -> the packages it may import (besides itself). "base" = errors, validate, outputs.
 ALLOWED: dict[str, frozenset[str]] = {
-    "base": frozenset(),  # errors, limits, validate, outputs, stages
+    "base": frozenset(),  # errors, limits, validate, outputs, stages, lazy
     "_dram": frozenset(),
     "dram": frozenset({"base", "_dram"}),
     "model": frozenset({"base"}),
@@ -40,7 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),
     "root": frozenset(),
 }
-BASE_MODULES = ("errors", "limits", "validate", "outputs", "stages")
+BASE_MODULES = ("errors", "limits", "validate", "outputs", "stages", "lazy")
 #: compiled module -> the one module that may import it (names below the top package).
 DOORS: dict[str, str] = {"_dram": "dram.engine"}
 

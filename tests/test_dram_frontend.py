@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from array import array
 
 import numpy as np
 import pytest
@@ -156,6 +157,13 @@ def test_compiled_decode_is_the_numpy_reference_bit_for_bit(spec_name, scheme, r
             buf = np.full((7, len(a) + 7), 99, dtype=np.int32)
             again = m.decode(a.view(np.uint64), out=buf)
             assert np.array_equal(again.ro, want.ro) and np.shares_memory(again.ro, buf)
+            # the front end's numpy-free decode: array.array buffers, 7 rows of a stride
+            stride = len(a) + 3
+            flat = array("i", [99]) * (7 * stride)
+            m.decode_buffer(array("q", a.tolist()), flat, stride)
+            for i, f in enumerate(("ch", "pc", "sid", "bg", "ba", "ro", "co")):
+                assert flat[i * stride:i * stride + len(a)].tolist() == \
+                    getattr(want, f).tolist(), (rb, ch, f)
 
 
 def test_decode_refuses_a_wrong_buffer_and_takes_any_integer_array():
@@ -167,6 +175,16 @@ def test_decode_refuses_a_wrong_buffer_and_takes_any_integer_array():
     lists = m.decode([0, 64, 128])
     assert lists.co.tolist() == m._decode_numpy(np.array([0, 64, 128])).co.tolist()
     assert len(m.decode(np.zeros(0, np.int64)).ro) == 0
+
+
+def test_decode_buffer_refuses_wrong_buffers():
+    m = AddressMapper(get_spec("hbm3-6400"), "RoBaRaCoCh", request_bytes=32)
+    with pytest.raises(ConfigError, match="64-bit integers"):
+        m.decode_buffer(array("i", [0, 64]), array("i", bytes(56)), 2)
+    with pytest.raises(ConfigError, match="int32 buffer"):
+        m.decode_buffer(array("q", [0, 64]), array("q", bytes(112)), 2)
+    with pytest.raises(ValueError, match="7 rows of stride"):
+        m.decode_buffer(array("q", [0, 64]), array("i", bytes(4 * 7)), 2)
 
 
 def test_default_mapping_rotates_bank_groups_first():

@@ -49,7 +49,7 @@ from sieve.dram.constraints import (  # noqa: F401
     evaluate_latency,
 )
 from sieve.dram.log import (  # noqa: F401
-    LOG_DTYPE,
+    LOG_FIELDS,
 )
 from sieve.dram.mapping import (  # noqa: F401
     MAPPINGS,
@@ -96,6 +96,10 @@ _ENGINE_NAMES = {
 
 
 def __getattr__(name: str):
+    if name == "LOG_DTYPE":  # a numpy dtype: built on first use (sieve.dram.log)
+        from sieve.dram.log import log_dtype
+
+        return log_dtype()
     if name in _ENGINE_NAMES:
         from sieve.dram import controller, device, engine, memo, pim_device
 
@@ -131,6 +135,7 @@ __all__ = [
     "LEVELS",
     "LEVEL_INDEX",
     "LOG_DTYPE",
+    "LOG_FIELDS",
     "MAPPINGS",
     "PIM_COMMANDS",
     "PIM_CONSTRAINTS",

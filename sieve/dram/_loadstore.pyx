@@ -14,8 +14,6 @@ cimport cython
 from libc.stdint cimport int8_t, int64_t, uint8_t
 from libc.string cimport memchr, memmove
 
-import numpy as np
-
 
 # hex digit values by byte, -1 for any other byte
 cdef int8_t _HEX[256]
@@ -168,14 +166,26 @@ cdef class LoadStoreReader:
         return 0
 
     def read(self, int64_t max_n):
-        """Up to ``max_n`` requests as (addresses int64, writes bool); empty arrays at the
-        end of the file."""
+        """Up to ``max_n`` requests as numpy arrays (addresses int64, writes bool); empty
+        arrays at the end of the file."""
         if max_n < 1:
             raise ValueError("LoadStoreReader.read: max_n must be >= 1")
+        import numpy as np
+
         addr_a = np.empty(max_n, dtype=np.int64)
         wr_a = np.empty(max_n, dtype=np.uint8)
-        cdef int64_t[::1] addr = addr_a
-        cdef uint8_t[::1] wr = wr_a
+        n = self.read_into(addr_a, wr_a)
+        # (views of this call's arrays: a short last chunk keeps max_n entries alive, no copy)
+        return addr_a[:n], wr_a[:n].view(bool)
+
+    def read_into(self, int64_t[::1] addr, uint8_t[::1] wr):
+        """The next requests into the caller's buffers (any int64 / uint8 buffers of equal
+        length, e.g. ``array.array`` ``"q"`` / ``"B"``: no numpy needed): addresses and
+        write flags (0 / 1); returns how many were read, 0 at the end of the file."""
+        if addr.shape[0] != wr.shape[0] or addr.shape[0] < 1:
+            raise ValueError("LoadStoreReader.read_into: the buffers must have the same "
+                             "length, at least 1")
+        cdef int64_t max_n = addr.shape[0]
         cdef int64_t n = 0, ln, a = 0
         cdef int w = 0
         cdef unsigned char* p
@@ -233,5 +243,4 @@ cdef class LoadStoreReader:
                     addr[n] = rec[1]
                     n += 1
             self.start += ln + 1
-        # (views of this call's arrays: a short last chunk keeps max_n entries alive, no copy)
-        return addr_a[:n], wr_a[:n].view(bool)
+        return n

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from sieve.dram import engine
 from sieve.dram.engine import LIFECYCLES, _run_error
@@ -25,6 +27,7 @@ from sieve.dram.pimmode import reserved_rows
 from sieve.dram.presets import get_spec
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError
+from sieve.lazy import numpy as np
 from sieve.validate import check_bool, check_int
 
 __all__ = [
@@ -60,7 +63,7 @@ class DramResult:
     command_counts: dict[str, int]
     refreshes: int
     latency_ns: np.ndarray | None = field(repr=False)  # per read request (None: streamed)
-    pc_bursts: np.ndarray = field(repr=False)  # column commands per pseudo-channel
+    pc_burst_counts: tuple[int, ...] = field(repr=False)  # column commands per pseudo-channel
     log: np.ndarray | None = field(default=None, repr=False)
     controller: ControllerConfig | None = None
     #: memory CK until the last request entered the controller (Ramulator 2's LoadStoreTrace
@@ -71,6 +74,11 @@ class DramResult:
     log_type: np.ndarray | None = field(default=None, repr=False)
     #: where the trace came from (file path or generator description)
     source: str = ""
+
+    @property
+    def pc_bursts(self) -> np.ndarray:
+        """Column commands per pseudo-channel (:attr:`pc_burst_counts` as an int64 array)."""
+        return np.array(self.pc_burst_counts, dtype=np.int64)
 
     @property
     def row_hit_rate(self) -> float:
@@ -178,13 +186,13 @@ class ControllerConfig:
     def __post_init__(self):
         who = "controller"
         q = self.queue_size
-        if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or not (
+        if isinstance(q, bool) or not isinstance(q, numbers.Integral) or not (
                 1 <= q <= self.MAX_QUEUE):
             raise ConfigError(f"{who}: queue_size must be an integer in [1, {self.MAX_QUEUE}], "
                               f"got {q!r}")
         for name in ("write_high_watermark", "write_low_watermark"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) \
                     or not 0.0 <= float(v) <= 1.0:
                 raise ConfigError(f"{who}: {name} must be a number in [0, 1], got {v!r}")
         if not self.write_low_watermark < self.write_high_watermark:
@@ -200,7 +208,7 @@ class ControllerConfig:
         if ipt is None:
             object.__setattr__(self, "inject_per_tick", 1 if self.lifecycle == "ramulator2"
                                else 0)
-        elif isinstance(ipt, bool) or not isinstance(ipt, (int, np.integer)) or not (
+        elif isinstance(ipt, bool) or not isinstance(ipt, numbers.Integral) or not (
                 0 <= ipt <= self.MAX_QUEUE):
             raise ConfigError(f"{who}: inject_per_tick must be an integer in [0, "
                               f"{self.MAX_QUEUE}] (0 = unlimited), got {ipt!r}")
@@ -296,9 +304,9 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
     mapper = AddressMapper(spec, mapping, channels=channels, request_bytes=request_bytes)
     # rows the spec's PIM mode protocol gives a meaning (HBM-PIM's ABMR/SBMR/register rows):
     # host traffic there would switch the device's mode, which this front end does not model
-    reserved = np.asarray(reserved_rows(spec), dtype=np.int64)
+    reserved = frozenset(reserved_rows(spec))
     # the engine as DramDevice(spec, mapper.channels, log) builds it (same check and message)
-    eng = engine.Engine(spec.to_arrays(), mapper.channels,
+    eng = engine.Engine(spec.engine_arrays(), mapper.channels,
                         check_bool("DramDevice", "log", log or log_sink is not None))
     tpc = spec.timing.ticks_per_ck
     hi, lo = controller.write_thresholds()
@@ -312,51 +320,56 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
         depart = np.zeros(n, dtype=np.int64)
         rclass = np.full(n, -1, dtype=np.int8)
         run.set_outputs(inject, depart, rclass)
-    chunks = trace.chunks(chunk_requests)
+    # a LoadStore text file is read into reused buffers without numpy (sieve.lazy); numpy
+    # traces and traces in memory come as numpy arrays
+    if isinstance(trace, TraceFile) and trace.format == "loadstore":
+        chunks = trace.chunk_buffers(chunk_requests)
+    else:
+        chunks = _numpy_chunks(trace.chunks(chunk_requests))
     n_reads = n_writes = 0
     # buffers reused from chunk to chunk (the engine has consumed a chunk before it asks for
-    # the next): fresh n-element arrays per chunk cost fresh pages from the kernel
-    dec_buf = np.empty((7, 0), dtype=np.int32)
-    zero_arrive = np.zeros(0, dtype=np.int64)
+    # the next): fresh n-element arrays per chunk cost fresh pages from the kernel. dec holds
+    # the decoded fields, 7 rows of `cap` entries (mapping._FIELDS order)
+    cap = 0
+    dec = memoryview(array("i"))
+    zero_arrive = memoryview(array("q"))
     rc = run.advance()
     while rc == 1:  # RUN_NEED_INPUT
         part = next(chunks, None)
         if part is None:
             run.finish_input()
         else:
-            addr, w, arr = part
+            addr, w8, arr, nw = part
             k = len(addr)
             if arr is None:
-                if zero_arrive.shape[0] < k:
-                    zero_arrive = np.zeros(k, dtype=np.int64)
+                if len(zero_arrive) < k:
+                    zero_arrive = memoryview(array("q", bytes(8 * k)))
                 arrive = zero_arrive[:k]
             else:
                 if k and int(arr[-1]) * tpc > engine.MAX_TICK:
                     raise ConfigError(f"request trace: arrival cycles beyond "
                                       f"{engine.MAX_TICK // tpc} CK")
                 arrive = np.ascontiguousarray(arr * tpc, dtype=np.int64)
-            if dec_buf.shape[1] < k:
-                dec_buf = np.empty((7, k), dtype=np.int32)
-            dec = mapper.decode(addr, out=dec_buf)
-            if reserved.size:
-                hit = np.flatnonzero(np.isin(dec.ro, reserved))
-                if hit.size:
-                    i = int(hit[0])
-                    raise ConfigError(
-                        f"request trace {trace.source!r}: request {n_reads + n_writes + i} "
-                        f"(address {int(addr[i]):#x}) maps to row {int(dec.ro[i]):#x}, which "
-                        f"{spec.name}'s PIM mode protocol reserves (rows "
-                        f"{', '.join(f'{r:#x}' for r in reserved.tolist())}: an access there "
-                        "switches the device's mode, which the request front end does not "
-                        "model); keep the trace's addresses out of those rows, or simulate "
-                        "plain memory without the protocol (sieve dram --set pim.modes=none "
-                        "--set pim.park=false --set pim.crf_bursts=0)")
-            nw = int(np.count_nonzero(w))
+            if cap < k:
+                cap = k
+                dec = memoryview(array("i", bytes(4 * 7 * cap)))
+            mapper.decode_buffer(addr, dec, cap)
+            fields = [dec[f * cap:f * cap + k] for f in range(7)]  # ch pc sid bg ba ro co
+            if reserved and (hit := np.flatnonzero(np.isin(  # (numpy: PIM specs only)
+                    np.frombuffer(fields[5], dtype=np.int32), sorted(reserved)))).size:
+                i = int(hit[0])
+                raise ConfigError(
+                    f"request trace {trace.source!r}: request {n_reads + n_writes + i} "
+                    f"(address {int(addr[i]):#x}) maps to row {fields[5][i]:#x}, which "
+                    f"{spec.name}'s PIM mode protocol reserves (rows "
+                    f"{', '.join(f'{r:#x}' for r in sorted(reserved))}: an access there "
+                    "switches the device's mode, which the request front end does not "
+                    "model); keep the trace's addresses out of those rows, or simulate "
+                    "plain memory without the protocol (sieve dram --set pim.modes=none "
+                    "--set pim.park=false --set pim.crf_bursts=0)")
             n_writes += nw
             n_reads += k - nw
-            w8 = (w.view(np.int8) if w.dtype == np.bool_ and w.flags.c_contiguous
-                  else np.ascontiguousarray(w, dtype=np.int8))
-            run.feed(arrive, dec.ch, dec.pc, dec.sid, dec.bg, dec.ba, dec.ro, dec.co, w8, addr)
+            run.feed(arrive, *fields, w8, addr)
         rc = run.advance()
         if log_sink is not None:
             log_sink(eng.take_log(), run.take_log_types())
@@ -369,7 +382,7 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
         reads = ~trace.is_write
         lat_ns = (depart[reads] - inject[reads]) * spec.tick_ns
     end = int(st["end_tick"])
-    counts = engine.named_counts(eng.counts())
+    counts = engine.named_counts(eng.counts_list())
     cycles = -(-end // tpc)
     time_ns = end * spec.tick_ns
     nbytes = n * request_bytes
@@ -387,24 +400,35 @@ def simulate_requests(spec: DramSpec | str, trace: RequestTrace | TraceFile | st
         row_hits=int(st["hits"]), row_misses=int(st["misses"]),
         row_conflicts=int(st["conflicts"]), command_counts=counts,
         refreshes=counts.get("REFab", 0) + counts.get("REFpb", 0),
-        latency_ns=lat_ns, pc_bursts=st["pc_bursts"], log=eng.get_log() if log else None,
+        latency_ns=lat_ns, pc_burst_counts=tuple(st["pc_bursts"]),
+        log=eng.get_log() if log else None,
         controller=controller, accept_cycles=int(st["last_inject_tick"]) // tpc,
         log_type=run.log_types() if log else None, source=trace.source,
     )
 
 
-def _percentile_ticks(hist: np.ndarray, tail: np.ndarray, q: float) -> float:
+def _numpy_chunks(chunks):
+    """(addr, is_write, arrive_ck) numpy chunks as the run loop takes them: (addr int64,
+    writes as int8 0 / 1, arrive_ck, number of writes)."""
+    for addr, w, arr in chunks:
+        w8 = (w.view(np.int8) if w.dtype == np.bool_ and w.flags.c_contiguous
+              else np.ascontiguousarray(w, dtype=np.int8))
+        yield (np.ascontiguousarray(addr, dtype=np.int64), w8, arr,
+               int(np.count_nonzero(w8)))
+
+
+def _percentile_ticks(hist: Sequence[int], tail: Sequence[int], q: float) -> float:
     """The q-th percentile (numpy's default, linear between order statistics) of latencies
     given as a histogram (``hist[t]`` = requests of t ticks) plus the sorted long tail."""
-    n_h = int(hist.sum())
+    cum = list(accumulate(hist))
+    n_h = cum[-1] if cum else 0
     n = n_h + len(tail)
     if n == 0:
         return 0.0
-    cum = np.cumsum(hist)
 
     def kth(k: int) -> int:
         if k < n_h:
-            return int(np.searchsorted(cum, k, side="right"))
+            return bisect_right(cum, k)
         return int(tail[k - n_h])
 
     pos = (n - 1) * q / 100.0

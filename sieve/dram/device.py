@@ -95,7 +95,7 @@ class DramDevice:
         # integers only (2.7, "3", True and NaN are refused, not coerced), at most the spec's
         self.channels = total if channels is None else check_int(
             "DramDevice", "channels", channels, lo=1, hi=total)
-        self._engine = engine.Engine(self.spec.to_arrays(), self.channels,
+        self._engine = engine.Engine(self.spec.engine_arrays(), self.channels,
                                      check_bool("DramDevice", "log", log))
         self.tick_ns = self.spec.tick_ns
         self._last_tick = [0] * self.channels  # issue order must follow time, per channel

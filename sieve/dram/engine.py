@@ -13,10 +13,10 @@ command) when the engine is not built.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
 
 from sieve.dram.commands import COMMANDS
-from sieve.dram.log import LOG_DTYPE
+from sieve.dram.log import LOG_FIELDS
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, SieveError, TimingViolation
 
@@ -47,7 +47,8 @@ _ENGINE_ORDER = ("ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REFab", "REFpb
                  "MACAB", "PREAB", "GWRITE", "RDRES", "ACTSB", "MACSB", "PRESB", "ACTPB",
                  "MACPB", "PREPB")
 assert tuple(c.name for c in COMMANDS) == _ENGINE_ORDER, "commands.COMMANDS and _dram.pxd disagree"
-assert _dram.LOG_DTYPE == LOG_DTYPE, "sieve.dram.log.LOG_DTYPE and the engine's LogRec disagree"
+assert tuple(_dram.LOG_FIELDS) == LOG_FIELDS, \
+    "sieve.dram.log.LOG_FIELDS and the engine's LogRec disagree"
 
 #: Engine status codes (E_* in _dram.pxd) -> explanation.
 STATUS_MESSAGES = {
@@ -85,7 +86,7 @@ PULL_IN_INTERVALS: int = _dram.PULL_IN_INTERVALS
 LIFECYCLES: tuple[str, ...] = tuple(_dram.LIFECYCLES)
 
 
-def named_counts(counts: np.ndarray) -> dict[str, int]:
+def named_counts(counts: Sequence[int]) -> dict[str, int]:
     """Per-command counts indexed as :data:`~sieve.dram.commands.COMMANDS` (the engine's
     order) as a dict by command name, zero counts left out."""
     return {c.name: int(counts[i]) for i, c in enumerate(COMMANDS) if counts[i]}

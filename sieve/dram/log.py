@@ -1,29 +1,43 @@
 """The command-log record: one row per issued DRAM/PIM command.
 
 The engine writes its log in exactly this layout (``LogRec`` in ``sieve/_dram.pxd``; the
-engine's ``LOG_DTYPE`` must equal this one, which :mod:`sieve.dram.engine` asserts at import),
-and the independent checker (:mod:`sieve.dram.checker`) reads it. This module is the one home
-of the format, so neither side imports the other.
+engine's ``LOG_FIELDS`` must equal this module's, which :mod:`sieve.dram.engine` asserts at
+import), and the independent checker (:mod:`sieve.dram.checker`) reads it. This module is the
+one home of the format, so neither side imports the other. numpy is imported on first use
+(:mod:`sieve.lazy`): :data:`LOG_DTYPE` is built when first read.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from sieve.lazy import numpy as np
 
-__all__ = ["CSV_COLUMNS", "LOG_DTYPE", "LOG_KINDS", "RAMULATOR_NAMES", "LogWriter", "log_to_csv",
+__all__ = ["CSV_COLUMNS", "LOG_DTYPE", "LOG_FIELDS", "LOG_KINDS",  # noqa: F822 (LOG_DTYPE:
+           "RAMULATOR_NAMES", "LogWriter", "log_dtype", "log_to_csv",  # module __getattr__)
            "log_to_csv_python", "log_to_npy"]
 
-#: One record per issued command. ``tick``: engine tick of the command's first tick;
-#: ``seq``: global issue order (orders commands at equal ticks); ``cmd``: index into
-#: :data:`sieve.dram.commands.COMMANDS`; ``ch``: channel (simulated index); address fields are
-#: -1 below the command's scope; ``row`` is -1 except for ACT/RD/WR/RDA/WRA and the PIM
-#: activates and MACs (ACTAB/MACAB, ACTSB/MACSB, ACTPB/MACPB);
-#: ``col`` is -1 except for column commands.
-LOG_DTYPE = np.dtype([
-    ("tick", np.int64), ("seq", np.int64), ("cmd", np.int32),
-    ("ch", np.int32), ("pc", np.int32), ("sid", np.int32), ("bg", np.int32), ("bank", np.int32),
-    ("row", np.int32), ("col", np.int32),
-])
+#: One record per issued command, as (field, numpy type) pairs: ``tick``: engine tick of the
+#: command's first tick; ``seq``: global issue order (orders commands at equal ticks); ``cmd``:
+#: index into :data:`sieve.dram.commands.COMMANDS`; ``ch``: channel (simulated index); address
+#: fields are -1 below the command's scope; ``row`` is -1 except for ACT/RD/WR/RDA/WRA and the
+#: PIM activates and MACs (ACTAB/MACAB, ACTSB/MACSB, ACTPB/MACPB); ``col`` is -1 except for
+#: column commands. :data:`LOG_DTYPE` is the numpy dtype of these fields.
+LOG_FIELDS = (("tick", "<i8"), ("seq", "<i8"), ("cmd", "<i4"), ("ch", "<i4"), ("pc", "<i4"),
+              ("sid", "<i4"), ("bg", "<i4"), ("bank", "<i4"), ("row", "<i4"), ("col", "<i4"))
+
+_DTYPE = []
+
+
+def log_dtype():
+    """:data:`LOG_FIELDS` as a numpy dtype (:data:`LOG_DTYPE`; built on first use)."""
+    if not _DTYPE:
+        _DTYPE.append(np.dtype(list(LOG_FIELDS)))
+    return _DTYPE[0]
+
+
+def __getattr__(name: str):
+    if name == "LOG_DTYPE":  # numpy's dtype, built when first read (module docstring)
+        return log_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Ramulator 2.1 names of sieve's commands where they differ (``python/ramulator/dram/hbm3.py``).
@@ -77,7 +91,7 @@ def _csv_rows(log: np.ndarray, log_type: np.ndarray | None, names: list[bytes]) 
     """CSV body lines of ``log`` (compiled, :data:`WRITE_BLOCK` records at a time)."""
     fmt = _compiled_formatter()
     log = np.asarray(log)
-    if log.dtype != LOG_DTYPE or log.ndim != 1:
+    if log.dtype != log_dtype() or log.ndim != 1:
         raise ValueError(f"command log: expected a 1-D array of LOG_DTYPE, got {log.dtype} "
                          f"of shape {log.shape}")
     if log_type is None:
@@ -149,7 +163,7 @@ def log_to_npy(log: np.ndarray) -> bytes:
     import io
 
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(log, dtype=LOG_DTYPE), allow_pickle=False)
+    np.save(buf, np.ascontiguousarray(log, dtype=log_dtype()), allow_pickle=False)
     return buf.getvalue()
 
 
@@ -196,7 +210,7 @@ class LogWriter:
         from numpy.lib import format as npf
 
         start = self._fh.tell()
-        npf.write_array_header_1_0(self._fh, {"descr": npf.dtype_to_descr(LOG_DTYPE),
+        npf.write_array_header_1_0(self._fh, {"descr": npf.dtype_to_descr(log_dtype()),
                                               "fortran_order": False, "shape": (n,)})
         return self._fh.tell() - start
 
@@ -206,7 +220,7 @@ class LogWriter:
         if self._closed:
             raise ValueError(f"command log {str(self.path)!r}: already closed")
         log = np.asarray(log)
-        if log.dtype != LOG_DTYPE or log.ndim != 1:
+        if log.dtype != log_dtype() or log.ndim != 1:
             raise ValueError(f"command log: expected a 1-D array of LOG_DTYPE, got "
                              f"{log.dtype} of shape {log.shape}")
         if not len(log):

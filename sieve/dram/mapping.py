@@ -40,13 +40,13 @@ banks while rows stay open:
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from sieve.dram.spec import DramSpec
 from sieve.errors import ConfigError, NotBuiltError, choices
+from sieve.lazy import numpy as np
 from sieve.validate import check_int
 
 __all__ = ["MAPPINGS", "XOR_MAPPINGS", "AddressMapper", "DecodedAddresses"]
@@ -189,12 +189,12 @@ class AddressMapper:
             if widths[f]:
                 self.xors.append((f, off, widths[f]))
                 off += widths[f]
-        # the same slices and XORs as int32 tables for the compiled decode (field indices
-        # in _FIELDS order)
-        self._slice_table = np.array([(_FIELDS.index(f), sh, b) for f, sh, b in
-                                      self.slices[1:]], dtype=np.int32).reshape(-1, 3)
-        self._xor_table = np.array([(_FIELDS.index(f), o, b) for f, o, b in self.xors],
-                                   dtype=np.int32).reshape(-1, 3)
+        # the same slices and XORs as flat int32 (field, shift, bits) triples for the compiled
+        # decode (field indices in _FIELDS order)
+        self._slice_table = array("i", [x for f, sh, b in self.slices[1:]
+                                        for x in (_FIELDS.index(f), sh, b)])
+        self._xor_table = array("i", [x for f, o, b in self.xors
+                                      for x in (_FIELDS.index(f), o, b)])
 
     def decode(self, addr: np.ndarray, out: np.ndarray | None = None) -> DecodedAddresses:
         """Decode byte addresses (wrapped to the mapped capacity).
@@ -202,8 +202,8 @@ class AddressMapper:
         Args:
             addr: byte addresses (any integer array; int64 and uint64 are read in place).
             out: optional (7, >= len(addr)) C-contiguous int32 array to decode into (reused
-                from chunk to chunk by the request front end); the fields returned are views
-                of its rows, so they change when it is decoded into again.
+                from chunk to chunk); the fields returned are views of its rows, so they
+                change when it is decoded into again.
         """
         a = np.asarray(addr)
         if a.dtype == np.int64 or a.dtype == np.uint64:
@@ -218,8 +218,24 @@ class AddressMapper:
             raise ConfigError(f"address mapping: out must be a C-contiguous (7, >= {n}) int32 "
                               "array")
         _compiled_decode()(a, self.offset_bits, self._slice_table, self._xor_table,
-                           self.slices[0][2], out)
+                           self.slices[0][2], out.reshape(-1), out.shape[1])
         return DecodedAddresses(*(out[i, :n] for i in range(7)))
+
+    def decode_buffer(self, addr: memoryview, out: memoryview, stride: int) -> None:
+        """:meth:`decode` without numpy, for the request front end: ``addr`` a 1-D buffer of
+        int64 or uint64 byte addresses, ``out`` a 1-D int32 buffer of 7 rows of ``stride >=
+        len(addr)`` entries, in :data:`_FIELDS` order (ch, pc, sid, bg, ba, ro, co): row ``f``
+        is ``out[f * stride:f * stride + len(addr)]``. Same fields, bit for bit."""
+        a = memoryview(addr)
+        if (a.ndim != 1 or a.format not in ("q", "Q", "l", "L") or a.itemsize != 8
+                or not a.c_contiguous):
+            raise ConfigError("address mapping: decode_buffer needs a 1-D buffer of 64-bit "
+                              f"integers, got format {a.format!r} with {a.ndim} dimension(s)")
+        o = memoryview(out)
+        if o.ndim != 1 or o.format not in ("i", "l") or o.itemsize != 4:
+            raise ConfigError("address mapping: decode_buffer's out must be a 1-D int32 buffer")
+        _compiled_decode()(a.cast("B").cast("Q"), self.offset_bits, self._slice_table,
+                           self._xor_table, self.slices[0][2], o, stride)
 
     def _decode_numpy(self, addr: np.ndarray) -> DecodedAddresses:
         """The numpy reference of :meth:`decode` (the tests compare the two bit for bit)."""

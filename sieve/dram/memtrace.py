@@ -33,9 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from sieve.errors import ConfigError, NotBuiltError, TraceFormatError
+from sieve.lazy import numpy as np
 from sieve.validate import check_int, check_int_array, check_memory, check_name, check_number
 
 __all__ = ["CHUNK_REQUESTS", "MAX_LINE_BYTES", "NPZ_MEMBERS", "RequestTrace", "TraceFile",
@@ -312,7 +311,33 @@ class TraceFile:
         else:
             yield from self._binary_chunks(max_n)
 
+    def chunk_buffers(self, max_n: int = CHUNK_REQUESTS
+                      ) -> Iterator[tuple[memoryview, memoryview, None, int]]:
+        """A LoadStore text trace's requests in file order, at most ``max_n`` at a time, read
+        into two buffers that every chunk reuses, without numpy: (addresses int64, write
+        flags int8 0 / 1, None (no arrival times), number of writes), each buffer a
+        ``memoryview`` of the chunk's length. A chunk is overwritten by the next one: use it
+        before asking for the next. Same requests and errors as :meth:`chunks`.
+
+        Raises:
+            TraceFormatError: as :meth:`chunks`; ConfigError: not a LoadStore trace.
+        """
+        max_n = check_int("trace file", "chunk size", max_n, lo=1)
+        if self.format != "loadstore":
+            raise ConfigError(f"{self._who}: chunk_buffers reads LoadStore text traces; this "
+                              f"is a numpy {self.format} file (use chunks)")
+        addr, wr = array("q", bytes(8 * max_n)), array("b", bytes(max_n))
+        a_view, w_view = memoryview(addr), memoryview(wr)
+        for n in self._loadstore_reads(lambda rd: rd.read_into(a_view, w_view.cast("B"))):
+            w = w_view[:n]
+            yield a_view[:n], w, None, w.tobytes().count(1)
+
     def _loadstore_chunks(self, max_n: int):
+        yield from self._loadstore_reads(lambda rd: rd.read(max_n))
+
+    def _loadstore_reads(self, read):
+        """``read(reader)`` over the file until it returns nothing: the reader's chunks
+        (numpy arrays or counts), the pipe and emptiness checks of both chunk methods."""
         reader_cls = _compiled_reader()
         total = 0
         if self._consumed:
@@ -327,11 +352,12 @@ class TraceFile:
             with opened as fh:
                 rd = reader_cls(fh, self._who, _parse_line, MAX_LINE_BYTES, READ_BLOCK_BYTES)
                 while True:
-                    a, w = rd.read(max_n)
-                    if not len(a):
+                    got = read(rd)
+                    k = got if isinstance(got, int) else len(got[0])
+                    if not k:
                         break
-                    total += len(a)
-                    yield a, w, None
+                    total += k
+                    yield got if isinstance(got, int) else (got[0], got[1], None)
         except OSError as exc:
             raise TraceFormatError(f"{self._who}: cannot read ({exc.strerror})") from None
         if not total:

@@ -429,7 +429,7 @@ class PimDevice:
         self.symmetric = symmetric
         self.memo = memo
         self.logging = check_bool("PIM device", "log", log)
-        arrays = self.spec.to_arrays()
+        arrays = self.spec.engine_arrays()
         arrays["refresh_perbank"] = 0  # PIM programs refresh all-bank (see the docstring)
         self._engine = engine.Engine(arrays, self.spec.org.total_channels, self.logging)
         self._steps, self._seq_ptr = mode_sequences(self.spec)  # empty without a protocol

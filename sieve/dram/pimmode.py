@@ -53,9 +53,8 @@ steps open their row first when needed (after a refresh closed it, say).
 
 from __future__ import annotations
 
-import numpy as np
-
 from sieve.dram.spec import HBM_PIM_REG_ROW, MODE_PROTOCOLS, DramSpec
+from sieve.lazy import numpy as np
 
 __all__ = [
     "HBM_PIM_GRF",

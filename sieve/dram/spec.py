@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
-
-import numpy as np
 
 from sieve.dram.commands import (
     BUNDLE_COMMANDS,
@@ -53,6 +52,7 @@ from sieve.dram.constraints import (
     evaluate_latency,
 )
 from sieve.errors import ConfigError, choices
+from sieve.lazy import numpy as np
 from sieve.validate import check_bool, check_int, check_mapping, check_name, check_number
 
 __all__ = ["DramOrg", "DramSpec", "DramTiming", "PimConfig", "ns_to_ck"]
@@ -394,17 +394,26 @@ class DramSpec:
 
     # ---- engine arrays ---------------------------------------------------------------------
     def to_arrays(self) -> dict[str, Any]:
-        """Flat int arrays for ``sieve._dram`` (the spec -> engine boundary).
+        """Flat int arrays for ``sieve._dram`` (the spec -> engine boundary), as numpy arrays.
 
         Returns a dict with level counts, per-command metadata, the constraint table in CSR form
         keyed by (level, preceding command) and the scalar timings the controllers need (ticks).
         The result is computed once per spec object (specs are frozen) and copied on return.
+        :meth:`engine_arrays` is the same table as ``array.array`` buffers, without numpy.
         """
+        return {k: (np.array(v, dtype=np.int32 if v.typecode == "i" else np.int64)
+                    if isinstance(v, array) else v) for k, v in self.engine_arrays().items()}
+
+    def engine_arrays(self) -> dict[str, Any]:
+        """:meth:`to_arrays`'s table with ``array.array`` buffers (int32 ``"i"``, int64
+        ``"q"``) in place of numpy arrays: what the front ends hand the engine, so that a
+        request run needs no numpy (sieve.lazy). Copied on return."""
         cached = self.__dict__.get("_engine_arrays")
         if cached is None:
             cached = self._compute_arrays()
             object.__setattr__(self, "_engine_arrays", cached)
-        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in cached.items()}
+        return {k: (array(v.typecode, v) if isinstance(v, array) else v)
+                for k, v in cached.items()}
 
     def _compute_arrays(self) -> dict[str, Any]:
         self.validate()
@@ -423,8 +432,8 @@ class DramSpec:
         keyed: dict[tuple[int, int], list[tuple[int, int, int, bool]]] = {}
         for (lv, p, f, w, sb), latency in merged.items():
             keyed.setdefault((lv, p), []).append((f, latency, w, sb))
-        ptr = np.zeros(len(LEVELS) * n_cmd + 1, dtype=np.int32)
-        nplain = np.zeros(len(LEVELS) * n_cmd, dtype=np.int32)
+        ptr = array("i", bytes(4 * (len(LEVELS) * n_cmd + 1)))
+        nplain = array("i", bytes(4 * len(LEVELS) * n_cmd))
         nxt, lat, win, sib = [], [], [], []
         for lv in range(len(LEVELS)):
             for c in range(n_cmd):
@@ -437,41 +446,39 @@ class DramSpec:
                     sib.append(int(sb))
                 ptr[lv * n_cmd + c + 1] = len(nxt)
         # History slots: (level, cmd) pairs that precede a windowed row keep their last W issues.
-        hist_slot = np.full(len(LEVELS) * n_cmd, -1, dtype=np.int32)
-        n_slots = np.zeros(len(LEVELS), dtype=np.int32)
+        hist_slot = array("i", [-1] * (len(LEVELS) * n_cmd))
+        n_slots = array("i", [0] * len(LEVELS))
         max_window = max([r.window for r in rows] + [1])
         for r in rows:
             if r.window > 1 and hist_slot[r.level * n_cmd + r.preceding] < 0:
                 hist_slot[r.level * n_cmd + r.preceding] = n_slots[r.level]
                 n_slots[r.level] += 1
-        align = np.array(
-            [tpc if c.bus == BUS_COL else 1 for c in COMMANDS], dtype=np.int32
+        align = array(
+            "i", [tpc if c.bus == BUS_COL else 1 for c in COMMANDS]
         )  # column commands issue on a rising clock edge only (Ramulator 2.1 HBM3 controller)
         pim_on = self.pim is not None
         return {
-            "counts": np.array(
-                [org.total_channels, org.pseudochannels, org.sids, org.bankgroups, org.banks],
-                dtype=np.int32,
+            "counts": array(
+                "i", [org.total_channels, org.pseudochannels, org.sids, org.bankgroups, org.banks]
             ),
             "rows": int(org.rows),
             "columns": int(org.columns),
             "n_cmd": n_cmd,
-            "cmd_scope": np.array([LEVEL_INDEX[c.scope] for c in COMMANDS], dtype=np.int32),
-            "cmd_kind": np.array([c.kind for c in COMMANDS], dtype=np.int32),
-            "cmd_buffer": np.array(
-                [c.buffer if (pim_on and self.pim.dual_row_buffer) else 0 for c in COMMANDS],
-                dtype=np.int32,
+            "cmd_scope": array("i", [LEVEL_INDEX[c.scope] for c in COMMANDS]),
+            "cmd_kind": array("i", [c.kind for c in COMMANDS]),
+            "cmd_buffer": array(
+                "i", [c.buffer if (pim_on and self.pim.dual_row_buffer) else 0 for c in COMMANDS]
             ),
             "cmd_align": align,
-            "cmd_enabled": np.array(
-                [int(c.name in self.command_names()) for c in COMMANDS], dtype=np.int32
+            "cmd_enabled": array(
+                "i", [int(c.name in self.command_names()) for c in COMMANDS]
             ),
             "cons_ptr": ptr,
             "cons_nplain": nplain,
-            "cons_next": np.array(nxt, dtype=np.int32),
-            "cons_lat": np.array(lat, dtype=np.int64),
-            "cons_win": np.array(win, dtype=np.int32),
-            "cons_sib": np.array(sib, dtype=np.int32),
+            "cons_next": array("i", nxt),
+            "cons_lat": array("q", lat),
+            "cons_win": array("i", win),
+            "cons_sib": array("i", sib),
             "hist_slot": hist_slot,
             "n_slots": n_slots,
             "max_window": int(max_window),
