@@ -15,7 +15,7 @@ from sieve.errors import ConfigError, SieveError
 from sieve.limits import MAX_BATCH, MAX_CONTEXT, MAX_GPUS, MAX_LAYERS, MAX_STEPS
 from sieve.validate import parse_int
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1090,7 +1090,27 @@ def _add_exec_flags(p) -> None:
                    "OUT/runs/cache.json; none: no cache file)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The subcommands, in the order of ``sieve --help`` (build_parser adds each; a test checks).
+COMMANDS = ("specs", "characterize", "dram", "check", "gemv", "roofline", "schedule", "run",
+            "sweep", "profile", "timeline", "trace", "plot", "model", "hardware")
+
+
+class _NotBuilt:
+    """Stands in for the parser of a subcommand that ``build_parser(only=...)`` leaves out:
+    every call on it does nothing and returns it (so its arguments cost nothing to add)."""
+
+    def __getattr__(self, name: str):
+        return self._skip
+
+    def _skip(self, *args, **kwargs):
+        return self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``only`` (one of :data:`COMMANDS`) the parser of that
+    subcommand alone, which parses its command lines as the whole parser does (main builds
+    it when the first argument names a subcommand: the other 14 parsers took ~9 ms of every
+    start, docs/performance.md)."""
     from sieve.dram.presets import DEFAULT_DRAM_SPEC
 
     parser = _Parser(
@@ -1102,6 +1122,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_parser = sub.add_parser
 
     def add_parser(name, **kw):  # remember every subcommand's parser (unknown-option hints)
+        if only is not None and name != only:
+            return _NotBuilt()
         sp = _add_parser(name, **kw)
         parser._subparsers_by_name[name] = sp
         return sp
@@ -1419,9 +1441,11 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        parser = build_parser()
+        words = sys.argv[1:] if argv is None else list(argv)
+        # the first argument names a subcommand: build its parser alone
+        parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(words)
         except SystemExit as exc:  # usage errors (one line, code 2) and --help (code 0)
             return exc.code if isinstance(exc.code, int) else 2
         _refuse_blank(args)

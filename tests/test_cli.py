@@ -126,3 +126,29 @@ def test_cli_pins_openblas_threads_unless_set(preset):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stderr.strip().splitlines()[-1] == (preset or "1")
+
+
+def test_the_parser_of_one_subcommand_parses_as_the_whole_parser():
+    """main builds only the named subcommand's parser (build_parser(only=...)): the same
+    namespace as the whole parser for every subcommand, COMMANDS is the whole parser's list,
+    and usage errors of a subcommand read the same."""
+    import argparse
+
+    from sieve.cli import COMMANDS, build_parser
+
+    whole = build_parser()
+    sub = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
+    assert tuple(sub.choices) == COMMANDS
+    lines = [["specs"], ["dram", "--trace", "x.trace", "--lifecycle", "ramulator2", "--json"],
+             ["check", "log.npy"], ["gemv", "--rows", "512", "--cols", "64"], ["run", "--paper"],
+             ["trace", "info", "f.npz"], ["model", "qwen3-30b-a3b"], ["hardware"],
+             ["plot", "out"], ["sweep", "s.toml"]]
+    assert {w[0] for w in lines} <= set(COMMANDS)
+    for words in lines:
+        want = vars(whole.parse_args(words))
+        assert vars(build_parser(words[0]).parse_args(words)) == want, words
+    for c in COMMANDS:  # every subcommand's parser builds alone, with its defaults
+        alone = build_parser(c)
+        assert set(alone._subparsers_by_name) == {c}
+        assert alone._subparsers_by_name[c].format_usage() == \
+            whole._subparsers_by_name[c].format_usage()
