@@ -5,7 +5,8 @@ its attributes is read and from then on answers from numpy's own namespace (copi
 stand-in, so a later ``np.zeros`` is a plain attribute read). The DRAM layer's modules use it so
 that ``sieve dram --trace FILE`` reads the trace, runs the engine and reports without importing
 numpy at all: numpy's import is about 0.1 s, some 6 % of the CPU time of a 2 M-request run
-(docs/performance.md, *Start-up*). Anything that does need numpy imports it as usual.
+(docs/performance.md, *`sieve dram` without numpy*). Anything that does need numpy imports it
+as usual.
 """
 
 from __future__ import annotations
