@@ -52,9 +52,10 @@ class Method:
     leaves attention on the GPU); ``start``: the split the method takes without deciding
     when a decision did not pay for itself (``(load, est, **options) -> Partition``; None:
     it decides every time; :mod:`sieve.sched.amortize`); ``skip_gpu``: under two-batch
-    overlap on one GPU its look breaks exact ties toward a static split and a decision that
-    put every expert on the GPU is skipped the way one that did not pay is, its skips running
-    all on the GPU (:class:`sieve.sched.partition.LayerLoad` ``static_ties``)."""
+    overlap on one GPU, between like micro-batches, its look breaks exact ties toward a
+    static split and a decision that put every expert on the GPU is skipped the way one that
+    did not pay is, its skips running all on the GPU (:class:`sieve.sched.partition.LayerLoad`
+    ``static_ties``, set by the step)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -94,7 +95,7 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
     Method("sieve-cp-gpuskip", sieve_cp, start=sieve_cp_start, skip_gpu=True,
            doc="sieve-cp whose skips may run all on the GPU where its decision chose that "
-           "split (one GPU, two-batch overlap)"),
+           "split (one GPU, two-batch overlap, like micro-batches)"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),

@@ -132,6 +132,7 @@ STAND_INS = ("threshold", "count")
 #: on this GPU ("own": every expert with at least as many tokens as the fewest-token expert that
 #: decision put on the GPU goes there), one look. ⚠ our choice of 4 (any value from 2 to 100
 #: splits the paper's points the same way; docs/schedulers.md, "An unlike micro-batch's answer").
+#: sieve-cp-gpuskip's static ties and all-GPU skips hold only where the two are not unlike.
 OWN_RATIO = 4.0
 #: EMA weight of observed attention times (the same choice as the expert table,
 #: sieve.sched.estimator.DEFAULT_ALPHA).
@@ -639,7 +640,8 @@ class _Builder:
         # (micro-batch, expert ids or None for a dense op, weight bytes)
         self.tbo = self.o.overlap == "tbo"
         # sieve-cp-gpuskip: the look's ties to a static split and skips that run all on the
-        # GPU, where no other GPU's decision enters a look (sieve.sched.methods)
+        # GPU, where no other GPU's decision enters a look (sieve.sched.methods); each
+        # decision also needs like micro-batches (_unlike)
         self.static_ties = bool(self.meth.skip_gpu and self.tbo and self.pim_mode
                                 and self.n_sim == 1)
         self.loaded: dict[tuple, tuple[int, frozenset | None, float]] = {}
@@ -957,10 +959,12 @@ class _Builder:
             fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
             look = (self._lookahead(task, sched, g, layer, mb, local, join, disp)
                     if self.tbo and self.pim_mode else None)
+            # (sieve-cp-gpuskip: static ties only between like micro-batches)
+            static_ties = self.static_ties and not self._unlike(g, layer, mb, local)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est),
-                             lookahead=look, static_ties=self.static_ties)
+                             lookahead=look, static_ties=static_ties)
             if skip:
                 part = self.meth.start_split(load, est)
                 if st.memos[g].split(layer) == "gpu":  # the split its decision chose
@@ -970,7 +974,7 @@ class _Builder:
                 part = self.meth(load, est)
                 if st.memos is not None and cost > 0:
                     st.memos[g].record(layer, part.est_gain_ns, cost, pairs,
-                                       "gpu" if self.static_ties and local.any()
+                                       "gpu" if static_ties and local.any()
                                        and not part.on_pim.any() else "pim")
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
@@ -997,6 +1001,17 @@ class _Builder:
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
+
+    def _unlike(self, g: int, layer: int, mb: int, local: np.ndarray) -> bool:
+        """Whether this GPU's two micro-batches are unlike at this layer's decision: one
+        holds more than :data:`OWN_RATIO` times the other's token-expert pairs (the other's
+        pairs from its decision task, which must exist and have decided on this GPU)."""
+        od = self.sched_tasks.get((g, layer, 1 - mb))
+        other = self.deciders.get(id(od)) if od is not None else None
+        if other is None or (g, 1 - mb) not in self.st.last_thr:
+            return False
+        n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
+        return max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
 
     def _lookahead(self, task: Task, sched: Schedule, g: int, layer: int, mb: int,
                    local: np.ndarray, join: Task, disp: list[Task]):
@@ -1038,12 +1053,7 @@ class _Builder:
         lt_of = self.model.layer_types
         # whether the look guesses the other micro-batch's answer on this GPU from its own last
         # decision (OWN_RATIO) rather than by the mirror guesses (STAND_INS)
-        od = self.sched_tasks.get((g, layer, 1 - mb))
-        other = self.deciders.get(id(od)) if od is not None else None
-        unlike = False
-        if other is not None and (g, 1 - mb) in st.last_thr:
-            n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
-            unlike = max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
+        unlike = self._unlike(g, layer, mb, local)
 
         def dur(t: Task) -> float:
             if not callable(t.duration):
