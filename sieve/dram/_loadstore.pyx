@@ -1,11 +1,11 @@
 # The compiled LoadStore trace reader (its only importer is sieve/dram/memtrace.py).
 #
 # Reads a Ramulator 2 LoadStore trace ("LD 0x40" / "ST 4096", one request per line) from a
-# binary file object in blocks and returns the requests in chunks of at most `max_n`, so a
-# trace of any size is read in bounded memory. It parses the common line in C: optional
-# blanks, LD or ST, blanks, then 0x/0X and 1-15 hex digits or 1-18 decimal digits, optional
-# blanks or a carriage return - exactly what memtrace._FAST matches, so every such number is
-# below 2**63. Any other line (a comment, a blank line, a malformed or over-long line) goes to
+# binary file object in blocks and fills the caller's buffers with the requests a chunk at a
+# time (LoadStoreReader.read_into), so a trace of any size is read in bounded memory. It parses
+# the common line in C: optional blanks, LD or ST, blanks, then 0x/0X and 1-15 hex digits or
+# 1-18 decimal digits, optional blanks or a carriage return - exactly what memtrace._FAST
+# matches, so every such number is below 2**63. Any other line (a comment, a blank line, a malformed or over-long line) goes to
 # the Python reference parser (memtrace._parse_line), which skips it, returns its request, or
 # raises the one error that names the file, line and field. Lines are split at b"\n" only, as
 # bytes.split does in the reference reader.
@@ -165,23 +165,11 @@ cdef class LoadStoreReader:
         self.end = keep + got
         return 0
 
-    def read(self, int64_t max_n):
-        """Up to ``max_n`` requests as numpy arrays (addresses int64, writes bool); empty
-        arrays at the end of the file."""
-        if max_n < 1:
-            raise ValueError("LoadStoreReader.read: max_n must be >= 1")
-        import numpy as np
-
-        addr_a = np.empty(max_n, dtype=np.int64)
-        wr_a = np.empty(max_n, dtype=np.uint8)
-        n = self.read_into(addr_a, wr_a)
-        # (views of this call's arrays: a short last chunk keeps max_n entries alive, no copy)
-        return addr_a[:n], wr_a[:n].view(bool)
-
     def read_into(self, int64_t[::1] addr, uint8_t[::1] wr):
         """The next requests into the caller's buffers (any int64 / uint8 buffers of equal
         length, e.g. ``array.array`` ``"q"`` / ``"B"``: no numpy needed): addresses and
-        write flags (0 / 1); returns how many were read, 0 at the end of the file."""
+        write flags (0 / 1); returns how many were read (at most the buffers' length), 0 at
+        the end of the file."""
         if addr.shape[0] != wr.shape[0] or addr.shape[0] < 1:
             raise ValueError("LoadStoreReader.read_into: the buffers must have the same "
                              "length, at least 1")

@@ -217,8 +217,7 @@ class AddressMapper:
               or out.shape[0] != 7 or out.shape[1] < n or not out.flags.c_contiguous):
             raise ConfigError(f"address mapping: out must be a C-contiguous (7, >= {n}) int32 "
                               "array")
-        _compiled_decode()(a, self.offset_bits, self._slice_table, self._xor_table,
-                           self.slices[0][2], out.reshape(-1), out.shape[1])
+        self.decode_buffer(a, out.reshape(-1), out.shape[1])
         return DecodedAddresses(*(out[i, :n] for i in range(7)))
 
     def decode_buffer(self, addr: memoryview, out: memoryview, stride: int) -> None:

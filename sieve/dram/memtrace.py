@@ -326,23 +326,12 @@ class TraceFile:
         if self.format != "loadstore":
             raise ConfigError(f"{self._who}: chunk_buffers reads LoadStore text traces; this "
                               f"is a numpy {self.format} file (use chunks)")
-        addr, wr = array("q", bytes(8 * max_n)), array("b", bytes(max_n))
-        a_view, w_view = memoryview(addr), memoryview(wr)
-        for n in self._loadstore_reads(lambda rd: rd.read_into(a_view, w_view.cast("B"))):
-            w = w_view[:n]
-            yield a_view[:n], w, None, w.tobytes().count(1)
-
-    def _loadstore_chunks(self, max_n: int):
-        yield from self._loadstore_reads(lambda rd: rd.read(max_n))
-
-    def _loadstore_reads(self, read):
-        """``read(reader)`` over the file until it returns nothing: the reader's chunks
-        (numpy arrays or counts), the pipe and emptiness checks of both chunk methods."""
-        reader_cls = _compiled_reader()
-        total = 0
         if self._consumed:
             raise TraceFormatError(f"{self._who}: a pipe or FIFO is read once, and this one "
                                    "was read already; save the trace to a file to read it again")
+        addr, wr = memoryview(array("q", bytes(8 * max_n))), memoryview(array("b", bytes(max_n)))
+        wr_u8 = wr.cast("B")  # (the reader fills unsigned bytes)
+        total = 0
         try:
             if self._stream is not None:
                 self._consumed = True
@@ -350,18 +339,21 @@ class TraceFile:
             else:
                 opened = open(self.path, "rb")
             with opened as fh:
-                rd = reader_cls(fh, self._who, _parse_line, MAX_LINE_BYTES, READ_BLOCK_BYTES)
-                while True:
-                    got = read(rd)
-                    k = got if isinstance(got, int) else len(got[0])
-                    if not k:
-                        break
-                    total += k
-                    yield got if isinstance(got, int) else (got[0], got[1], None)
+                rd = _compiled_reader()(fh, self._who, _parse_line, MAX_LINE_BYTES,
+                                        READ_BLOCK_BYTES)
+                while n := rd.read_into(addr, wr_u8):
+                    total += n
+                    w = wr[:n]
+                    yield addr[:n], w, None, w.tobytes().count(1)
         except OSError as exc:
             raise TraceFormatError(f"{self._who}: cannot read ({exc.strerror})") from None
         if not total:
             raise TraceFormatError(f"{self._who}: no requests")
+
+    def _loadstore_chunks(self, max_n: int):
+        # (numpy copies of the reused buffers: a chunk outlives the next read)
+        for a, w, _, _ in self.chunk_buffers(max_n):
+            yield np.array(a, dtype=np.int64), np.array(w, dtype=np.int8).view(bool), None
 
     # ---- numpy traces --------------------------------------------------------------------------
     def _open_binary(self):
