@@ -9,6 +9,8 @@ one home of the format, so neither side imports the other. numpy is imported on 
 
 from __future__ import annotations
 
+import functools
+
 from sieve.lazy import numpy as np
 
 __all__ = ["CSV_COLUMNS", "LOG_DTYPE", "LOG_FIELDS", "LOG_KINDS",  # noqa: F822 (LOG_DTYPE:
@@ -24,14 +26,11 @@ __all__ = ["CSV_COLUMNS", "LOG_DTYPE", "LOG_FIELDS", "LOG_KINDS",  # noqa: F822 
 LOG_FIELDS = (("tick", "<i8"), ("seq", "<i8"), ("cmd", "<i4"), ("ch", "<i4"), ("pc", "<i4"),
               ("sid", "<i4"), ("bg", "<i4"), ("bank", "<i4"), ("row", "<i4"), ("col", "<i4"))
 
-_DTYPE = []
 
-
+@functools.cache
 def log_dtype():
     """:data:`LOG_FIELDS` as a numpy dtype (:data:`LOG_DTYPE`; built on first use)."""
-    if not _DTYPE:
-        _DTYPE.append(np.dtype(list(LOG_FIELDS)))
-    return _DTYPE[0]
+    return np.dtype(list(LOG_FIELDS))
 
 
 def __getattr__(name: str):
