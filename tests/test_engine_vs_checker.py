@@ -18,7 +18,7 @@ from sieve import dram, pim
 from sieve.dram import Address, DramDevice, checker
 from sieve.dram.commands import COMMANDS
 from sieve.dram.mapping import AddressMapper
-from sieve.dram.memtrace import synthetic_trace
+from sieve.dram.memtrace import save_loadstore_trace, synthetic_trace
 from sieve.dram.pimmode import reserved_rows
 from sieve.dram.presets import get_spec
 
@@ -54,7 +54,7 @@ def test_random_request_traces_have_zero_violations(name, pattern, writes, chann
     assert rep.ok, rep.summary()
 
 
-def test_host_traffic_to_the_mode_protocol_rows_is_refused():
+def test_host_traffic_to_the_mode_protocol_rows_is_refused(tmp_path):
     """On samsung-hbm2-pim an access to the ABMR/SBMR/register rows switches the device's mode
     (PIMSimulator); the request front end does not model that, so it refuses such requests in
     one line instead of simulating them as plain memory (the checker would see a GRF write in
@@ -68,6 +68,11 @@ def test_host_traffic_to_the_mode_protocol_rows_is_refused():
     with pytest.raises(ConfigError, match=r"request 1 \(address 0x[0-9a-f]+\) maps to row "
                                           r"0x3fff, which samsung-hbm2-pim's PIM mode"):
         dram.simulate_requests(spec, tr, channels=1, request_bytes=32)
+    # the same from a trace file (the front end's numpy-free reading path)
+    path = save_loadstore_trace(tr, tmp_path / "reserved.trace")
+    with pytest.raises(ConfigError, match=r"request 1 \(address 0x[0-9a-f]+\) maps to row "
+                                          r"0x3fff, which samsung-hbm2-pim's PIM mode"):
+        dram.simulate_requests(spec, path, channels=1, request_bytes=32)
     plain = spec.override({"pim.modes": None, "pim.park": False, "pim.crf_bursts": 0})
     r = dram.simulate_requests(plain, tr, channels=1, request_bytes=32, log=True)
     assert r.requests == 2 and checker.check_log(r.log, plain).ok
