@@ -11,8 +11,9 @@ machine touches every case.
 * ``python reference``: ``memtrace.read_loadstore_python`` (1 MiB blocks, one regex per line);
 * ``compiled, whole``: ``memtrace.load_loadstore_trace`` (the compiled reader, whole trace into
   one RequestTrace);
-* ``compiled, streamed``: ``memtrace.open_trace(path).chunks()`` (64 Ki requests at a time, what
-  ``sieve dram --trace`` reads with);
+* ``compiled, streamed``: ``memtrace.open_trace(path).chunks()`` (64 Ki requests at a time, as
+  numpy copies of the reused buffers that ``sieve dram --trace`` reads into,
+  ``TraceFile.chunk_buffers``, since 2026-12-07);
 * ``not a trace``: the streamed reader on a random binary file of ``--junk-mb`` MB (refused at
   its first line).
 
