@@ -3,13 +3,13 @@
 
 The one-GPU points are Qwen3-30B-A3B on one B200 (both datasets, the drawn and the stress
 colocated cases: 30 a preset), on 8 sampled layers with one warm-up and one measured step, as
-docs/validation.md's table (*sieve-cp against every PIM method*). A variant that changes
-sieve-cp only where no other GPU's decision enters its look (``sieve-cp-gpuskip``) leaves the
+docs/validation.md's table (*sieve-cp against every PIM method*). A variant that differs from
+sieve-cp only where no other GPU's decision enters its look (``sieve-cp-pimskip``) leaves the
 table's multi-GPU points as they are; this script finds which one-GPU points it moves and
 prints, for each, sieve-cp's and the variant's ratio to the best other PIM method
 (docs/schedulers.md, *Skips that run all on the GPU*).
 
-    python benchmarks/tbo_variant.py --variant sieve-cp-gpuskip --jobs 2 [--store DIR]
+    python benchmarks/tbo_variant.py --variant sieve-cp-pimskip --jobs 2 [--store DIR]
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", default="sieve-cp-gpuskip")
+    ap.add_argument("--variant", default="sieve-cp-pimskip")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--store", help="resumable run store")
     args = ap.parse_args(argv)

@@ -549,7 +549,7 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
         for p in points:
             c = p.config
             t = rate.get(c.method, 97.0)
-            if c.method == "sieve-cp-gpuskip" and c.workload == "math-500" and c.batch == 64 \
+            if c.method == "sieve-cp-pimskip" and c.workload == "math-500" and c.batch == 64 \
                     and not c.colocated:
                 t = 101.0
             recs.append(SimpleNamespace(result=SimpleNamespace(
@@ -557,7 +557,7 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
         return SimpleNamespace(records=recs)
 
     monkeypatch.setattr(executor, "execute", fake_execute)
-    out = mod.compare("sieve-cp-gpuskip", 1, None, presets=("b200-hbm3e-pim",))
+    out = mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",))
     first, second = calls
     assert len(first) == 2 * 30 and all(
         p.config.model == "qwen3-30b-a3b" and p.config.system == "1xb200"

@@ -177,14 +177,14 @@ def _gpuskip_run(method, **kw):
     return simulate_run(RunConfig(method=method, **cfg), keep_steps=True)
 
 
-def test_gpuskip_skips_to_all_on_the_gpu_on_one_gpu_under_two_batch_overlap():
-    """sieve-cp-gpuskip at a point where the PIM lane is the bottleneck (Qwen3-30B-A3B
-    MATH-500 B = 64, one B200, two-batch overlap): its decisions put every expert on the GPU,
-    count that as saving nothing over a split a skip can run, and its skips run that split at no
-    decision time; sieve-cp's, whose skips run all on PIM, are never skipped there
+def test_sieve_cp_skips_to_all_on_the_gpu_on_one_gpu_under_two_batch_overlap():
+    """sieve-cp at a point where the PIM lane is the bottleneck (Qwen3-30B-A3B MATH-500 B = 64,
+    one B200, two-batch overlap): its decisions put every expert on the GPU, count that as
+    saving nothing over a split a skip can run, and its skips run that split at no decision
+    time; sieve-cp-pimskip's, whose skips run all on PIM, are never skipped there
     (docs/schedulers.md, *Skips that run all on the GPU*)."""
-    cp = _gpuskip_run("sieve-cp")
-    gs = _gpuskip_run("sieve-cp-gpuskip")
+    cp = _gpuskip_run("sieve-cp-pimskip")
+    gs = _gpuskip_run("sieve-cp")
     assert not any(p["decision_skipped"] for p in cp.steps[0].partitions)
     skipped = [p for p in gs.steps[0].partitions if p["decision_skipped"]]
     assert skipped and all(p["experts_pim"] == 0 and p["experts_gpu"] > 0 for p in skipped)
@@ -197,22 +197,22 @@ def test_gpuskip_skips_to_all_on_the_gpu_on_one_gpu_under_two_batch_overlap():
     dict(overlap="none"),  # the sequential mode: no look
     dict(model="gpt-oss-120b", system="4xb200", batch=16),  # expert parallelism, 4 GPUs
 ])
-def test_gpuskip_is_sieve_cp_where_other_gpus_decisions_enter_the_look_or_no_look(kw):
-    """Outside one GPU under two-batch overlap sieve-cp-gpuskip is sieve-cp to the digit: under
-    expert parallelism a GPU's look rates its split with the other GPUs' decisions stood in,
-    whose ties do not hold from one step to the next (docs/schedulers.md)."""
+def test_pimskip_is_sieve_cp_where_other_gpus_decisions_enter_the_look_or_no_look(kw):
+    """Outside one GPU under two-batch overlap sieve-cp-pimskip is sieve-cp to the digit:
+    under expert parallelism a GPU's look rates its split with the other GPUs' decisions stood
+    in, whose ties do not hold from one step to the next (docs/schedulers.md)."""
     a = _gpuskip_run("sieve-cp", **kw).row
-    b = _gpuskip_run("sieve-cp-gpuskip", **kw).row
+    b = _gpuskip_run("sieve-cp-pimskip", **kw).row
     assert a["throughput_tok_s_gpu"] == b["throughput_tok_s_gpu"]
     assert a["decisions_skipped_frac"] == b["decisions_skipped_frac"]
 
 
-def test_gpuskip_is_sieve_cp_between_unlike_micro_batches():
+def test_pimskip_is_sieve_cp_between_unlike_micro_batches():
     """Where one micro-batch holds the prefill (the drawn colocated case: Qwen3-30B-A3B HH-RLHF
     B = 32 on one GPU with Duplex's Logic-PIM), its decode micro-batch's look rates all on the
     GPU and its scan's split alike (the next layer waits on the prefill), but all on the GPU
     delays the prefill's micro-batch, which the look does not see: static ties are for like
-    micro-batches only (OWN_RATIO), and there sieve-cp-gpuskip is sieve-cp to the digit (it
+    micro-batches only (OWN_RATIO), and there sieve-cp is sieve-cp-pimskip to the digit (it
     lost 7 % here on 4 sampled layers with the ties everywhere; docs/schedulers.md)."""
     from dataclasses import replace
 
@@ -223,10 +223,38 @@ def test_gpuskip_is_sieve_cp_between_unlike_micro_batches():
              if p.config.model == "qwen3-30b-a3b" and p.config.workload == "hh-rlhf"
              and p.config.colocated and p.config.n_prefill is None and p.config.batch == 32)
     c = replace(c, overlap="tbo", system_overrides=(("memory", "duplex-logic-pim"),))
-    a = simulate_run(c).row
-    b = simulate_run(replace(c, method="sieve-cp-gpuskip"), keep_steps=True)
+    a = simulate_run(replace(c, method="sieve-cp-pimskip")).row
+    b = simulate_run(c, keep_steps=True)
     assert b.row["throughput_tok_s_gpu"] == a["throughput_tok_s_gpu"]
     pairs = {}
     for p in b.steps[0].partitions:  # the two micro-batches are unlike at every layer
         pairs.setdefault(p["layer"], {})[p["mb"]] = p["tokens_gpu"] + p["tokens_pim"]
     assert all(max(d.values()) > OWN_RATIO * min(d.values()) for d in pairs.values())
+
+
+def test_skip_memo_is_kept_per_micro_batch_where_skips_may_run_all_on_the_gpu(monkeypatch):
+    """Under two-batch overlap on one GPU sieve-cp keys its skip memo by (layer, micro-batch):
+    a skip replays the split its own micro-batch's decision chose (the two micro-batches of a
+    layer decide in different places of the overlap; with one key per layer the second's
+    all-on-GPU verdict ran the first's skips all on the GPU, -1.0 % over five steps at NeuPIMs
+    MATH-500 B = 64, docs/schedulers.md); sieve-cp-pimskip and the sequential mode keep one key
+    per layer."""
+    seen = []
+    record = DecisionMemo.record
+
+    def spy(self, key, *a, **kw):
+        seen.append(key)
+        return record(self, key, *a, **kw)
+
+    monkeypatch.setattr(DecisionMemo, "record", spy)
+
+    def keys(method, **kw):
+        seen.clear()
+        _gpuskip_run(method, **kw)
+        return set(seen)
+
+    tbo = keys("sieve-cp")
+    assert tbo and all(isinstance(k, tuple) and k[1] in (0, 1) for k in tbo)
+    assert {k[1] for k in tbo} == {0, 1}
+    assert all(isinstance(k, int) for k in keys("sieve-cp-pimskip"))
+    assert all(isinstance(k, int) for k in keys("sieve-cp", overlap="none"))

@@ -205,7 +205,7 @@ def test_the_look_descends_from_the_best_power_of_two_one_expert_at_a_time():
 @given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
        st.floats(0.5, 50.0), st.booleans())
 def test_static_ties_go_to_a_static_split(counts, knee, slope, plateau):
-    """``LayerLoad.static_ties`` (sieve-cp-gpuskip). Ratings that fall with each expert moved
+    """``LayerLoad.static_ties`` (sieve-cp; not sieve-cp-pimskip). Ratings that fall with each expert moved
     to the GPU down to a plateau from ``knee`` on (the PIM-bound case: past the knee the split
     does not move the next decisions): without the flag the look keeps the scan's split where
     it is on the plateau (ties: the scan's), with it all on the GPU (all on PIM where the

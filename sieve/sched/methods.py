@@ -18,9 +18,12 @@ table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is 
 reading them at the seed's roofline fallback. Both skip a layer's decision after one that saved
 less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
 ``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split).
-``sieve-cp-gpuskip`` (one GPU, two-batch overlap; elsewhere sieve-cp) breaks its look's exact
-ties toward a static split and, where its decision put every expert on the GPU, counts that
-decision as saving nothing and runs the same split without deciding while it does not pay.
+Under two-batch overlap on one GPU, between like micro-batches, ``sieve-cp`` breaks its look's
+exact ties toward a static split and, where its decision put every expert on the GPU, counts
+that decision as saving nothing and runs the same split without deciding while it does not
+pay (``skip_gpu``); ``sieve-cp-pimskip`` is sieve-cp without that (ties to the scan's split,
+skips always all on PIM): the method as it was before the thirty-first session
+(docs/schedulers.md, "Skips that run all on the GPU").
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -84,18 +87,19 @@ class Method:
 
 SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
-    Method("sieve-cp", sieve_cp, start=sieve_cp_start,
+    Method("sieve-cp", sieve_cp, start=sieve_cp_start, skip_gpu=True,
            doc="the seed's greedy judged by the layer's critical path (end of the expert phase "
            "on its dependency graph) instead of one max; skips decisions that do not pay"),
     Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"}, start=sieve_cp_start,
+           skip_gpu=True,
            doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
     Method("sieve-cp-always", sieve_cp,
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
-    Method("sieve-cp-gpuskip", sieve_cp, start=sieve_cp_start, skip_gpu=True,
-           doc="sieve-cp whose skips may run all on the GPU where its decision chose that "
-           "split (one GPU, two-batch overlap, like micro-batches)"),
+    Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start,
+           doc="sieve-cp whose skips always run all on PIM and whose look breaks ties toward "
+           "the scan's split (under two-batch overlap on one GPU; elsewhere sieve-cp)"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
     Method("allexp", allexp, doc="every expert on PIM", static=True),
     Method("pimoe", pimoe, doc="EP over PIM channel groups, busiest group's top expert to GPU"),

@@ -139,8 +139,9 @@ class LayerLoad:
             two-batch overlap, or where no next decision follows.
         static_ties: the look breaks an exact tie of its best rating toward a static split
             (all on PIM, then all on the GPU) and counts all on the GPU as saving nothing over
-            the split a skipped decision can run (``sieve-cp-gpuskip``; set by the step only
-            where no other GPU's decision enters the look: one GPU, two-batch overlap).
+            the split a skipped decision can run (``sieve-cp``, not ``sieve-cp-pimskip``; set by
+            the step only where no other GPU's decision enters the look: one GPU, two-batch
+            overlap, like micro-batches).
     """
 
     counts: np.ndarray

@@ -50,7 +50,7 @@ Times are nanoseconds; this module returns numbers (:class:`StepResult`), it dra
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,7 +132,7 @@ STAND_INS = ("threshold", "count")
 #: on this GPU ("own": every expert with at least as many tokens as the fewest-token expert that
 #: decision put on the GPU goes there), one look. ⚠ our choice of 4 (any value from 2 to 100
 #: splits the paper's points the same way; docs/schedulers.md, "An unlike micro-batch's answer").
-#: sieve-cp-gpuskip's static ties and all-GPU skips hold only where the two are not unlike.
+#: sieve-cp's static ties and all-GPU skips (skip_gpu) hold only where the two are not unlike.
 OWN_RATIO = 4.0
 #: EMA weight of observed attention times (the same choice as the expert table,
 #: sieve.sched.estimator.DEFAULT_ALPHA).
@@ -639,7 +639,7 @@ class _Builder:
         # two-batch overlap: weights a GPU op of one micro-batch loaded, by (GPU, layer, op):
         # (micro-batch, expert ids or None for a dense op, weight bytes)
         self.tbo = self.o.overlap == "tbo"
-        # sieve-cp-gpuskip: the look's ties to a static split and skips that run all on the
+        # sieve-cp (skip_gpu): the look's ties to a static split and skips that run all on the
         # GPU, where no other GPU's decision enters a look (sieve.sched.methods); each
         # decision also needs like micro-batches (_unlike)
         self.static_ties = bool(self.meth.skip_gpu and self.tbo and self.pim_mode
@@ -680,6 +680,11 @@ class _Builder:
         # whether each micro-batch holds a request on some GPU (none does for the second when
         # the batch has no more requests than GPUs)
         self.mb_held = [bool(np.any(self.req_mb == m)) for m in range(2)]
+        # whether the two micro-batches are like (neither holds more than OWN_RATIO times the
+        # other's tokens; on one GPU, where skip_gpu acts, the ratio of their token-expert
+        # pairs at every layer, the test _unlike makes per decision): _memo_key
+        tok = np.bincount(self.req_mb, weights=batch.tokens, minlength=2)
+        self.like_mbs = bool(tok.max() <= OWN_RATIO * max(float(tok.min()), 1.0))
         self.tok_req = batch.token_request
         self.expert_gpu = (np.zeros(self.full.n_experts, dtype=np.int64) if self.tp else
                            np.repeat(np.arange(self.n_gpus), self.full.n_experts // self.n_gpus))
@@ -872,7 +877,7 @@ class _Builder:
             # method's starting split, no decision time
             pairs = int(local.sum())
             skip = bool(cost > 0 and self.st.memos is not None
-                        and self.st.memos[g].skip(layer, pairs))
+                        and self.st.memos[g].skip(self._memo_key(layer, mb), pairs))
             sc = self.sched.add(Task(
                 "scheduler", (f"gpu{g}",), 0.0 if skip else cost,
                 deps=[metas[g]], priority=prio,
@@ -959,7 +964,7 @@ class _Builder:
             fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
             look = (self._lookahead(task, sched, g, layer, mb, local, join, disp)
                     if self.tbo and self.pim_mode else None)
-            # (sieve-cp-gpuskip: static ties only between like micro-batches)
+            # (skip_gpu: static ties only between like micro-batches)
             static_ties = self.static_ties and not self._unlike(g, layer, mb, local)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
@@ -967,14 +972,14 @@ class _Builder:
                              lookahead=look, static_ties=static_ties)
             if skip:
                 part = self.meth.start_split(load, est)
-                if st.memos[g].split(layer) == "gpu":  # the split its decision chose
+                if st.memos[g].split(self._memo_key(layer, mb)) == "gpu":  # its decision's
                     part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                      pim_order=part.pim_order)
             else:
                 part = self.meth(load, est)
                 if st.memos is not None and cost > 0:
-                    st.memos[g].record(layer, part.est_gain_ns, cost, pairs,
-                                       "gpu" if static_ties and local.any()
+                    st.memos[g].record(self._memo_key(layer, mb), part.est_gain_ns, cost,
+                                       pairs, "gpu" if static_ties and local.any()
                                        and not part.on_pim.any() else "pim")
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
@@ -1001,6 +1006,15 @@ class _Builder:
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
+
+    def _memo_key(self, layer: int, mb: int) -> Hashable:
+        """The key of a layer's decision in its GPU's skip memo (:mod:`sieve.sched.amortize`):
+        the layer, or (layer, micro-batch) where the method's skips may run all on the GPU
+        (``static_ties``: ``sieve-cp``) and the step's two micro-batches are like
+        (``like_mbs``): a skip replays the split its own micro-batch's decision chose, in that
+        micro-batch's place in the overlap. Between unlike micro-batches ``skip_gpu`` changes
+        nothing (no static ties, one key per layer)."""
+        return (layer, mb) if self.static_ties and self.like_mbs else layer
 
     def _unlike(self, g: int, layer: int, mb: int, local: np.ndarray) -> bool:
         """Whether this GPU's two micro-batches are unlike at this layer's decision: one
