@@ -14,7 +14,9 @@ only in part).
     python benchmarks/tbo_steps.py --steps 5 --jobs 2 [--out FILE.jsonl]   # ~45 min, 2 cores
 
 ``--out`` appends one JSON line per run (a resumable record: runs already in it are not run
-again).
+again). ``--one-gpu`` runs only the one-GPU points (Qwen3-30B-A3B on one B200): for a change of
+sieve-cp that acts only where no other GPU's decision enters its look (``skip_gpu``,
+docs/schedulers.md), under which the two eight-GPU points cannot move.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=5, help="measured steps (default 5)")
     ap.add_argument("--jobs", type=int, default=1, help="processes")
     ap.add_argument("--out", type=Path, help="JSON lines record (resumable)")
+    ap.add_argument("--one-gpu", action="store_true", help="only the one-GPU points")
     args = ap.parse_args(argv)
+    points = [p for p in POINTS if not args.one_gpu or p[1] == Q3]
     if args.steps < 1 or args.jobs < 1:
         ap.error("--steps and --jobs must be at least 1")
     done: dict[tuple, dict] = {}
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(line)
             if r["steps"] == args.steps and r.get("layers") is None:
                 done[_key(r["preset"], r["model"], r["workload"], r["batch"], r["method"])] = r
-    jobs = [(p, ms, wl, b, m, args.steps, None) for p, ms, wl, b, other in POINTS
+    jobs = [(p, ms, wl, b, m, args.steps, None) for p, ms, wl, b, other in points
             for m in ("sieve-cp", other) if _key(p, ms[0], wl, b, m) not in done]
     # the long runs first, so that two workers end together
     jobs.sort(key=lambda j: -j[3] * (8 if j[1] == Q35 else 1))
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
           "per step |")
     print("|---|---|---|---|---|---|")
     above = 0
-    for preset, (model, system), wl, b, other in POINTS:
+    for preset, (model, system), wl, b, other in points:
         cp = done[_key(preset, model, wl, b, "sieve-cp")]
         ot = done[_key(preset, model, wl, b, other)]
         per = [a / o for a, o in zip(cp["per_step_tok_s_gpu"], ot["per_step_tok_s_gpu"])]
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {preset} | {model} {system} {wl} B={b} | {other} | "
               f"{' '.join(f'{x:.3f}' for x in per)} | {whole:.3f} | "
               f"{' '.join(str(s) for s in cp['skipped'])} of {cp['decisions'][0]} |")
-    print(f"\n{len(POINTS)} points; at 0.99x or above over all steps: {above}.")
+    print(f"\n{len(points)} points; at 0.99x or above over all steps: {above}.")
     return 0
 
 

@@ -93,7 +93,7 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"}, start=sieve_cp_start,
            skip_gpu=True,
            doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
-    Method("sieve-cp-always", sieve_cp,
+    Method("sieve-cp-always", sieve_cp, skip_gpu=True,
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
