@@ -10,6 +10,11 @@ prints, for each, sieve-cp's and the variant's ratio to the best other PIM metho
 (docs/schedulers.md, *Skips that run all on the GPU*).
 
     python benchmarks/tbo_variant.py --variant sieve-cp-pimskip --jobs 2 [--store DIR]
+
+``--every-layer``: the moved points again on every layer (sieve-cp, the variant and every
+other PIM method), since 8 sampled layers can put a two-batch-overlap ratio a few per cent off
+(docs/system.md §1); prints the same table from those runs. ``--max-batch N``: only the moved
+points with B <= N (a point at B = 128 takes about a minute per method on every layer).
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ def _key(c) -> tuple:
     return (dict(c.system_overrides)["memory"], c.workload, c.colocated, c.n_prefill, c.batch)
 
 
-def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS) -> list[tuple]:
-    """(point key, sieve-cp / best other, variant / best other, best other) per moved point."""
+def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
+            every_layer: bool = False, max_batch: int | None = None) -> list[tuple]:
+    """(point key, sieve-cp / best other, variant / best other, best other) per moved point
+    (``every_layer``: those of the moved points re-run on every layer)."""
     from sieve.experiments.executor import execute
     from sieve.experiments.points import Point, paper_points
     from sieve.experiments.store import RunStore
@@ -49,6 +56,17 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS) -> 
     for p, r in zip(rest, execute(rest, jobs=jobs, store=store, progress=False).records):
         t[_key(p.config)][p.config.method] = r.result.row["throughput_tok_s_gpu"]
     print(f"{len(t)} one-GPU two-batch-overlap points, {len(moved)} moved by {variant}\n")
+    if every_layer:
+        moved = [k for k in moved if max_batch is None or k[-1] <= max_batch]
+        every = [Point(replace(p.config, method=m, layers=None)) for p in base
+                 if p.config.method == "sieve-cp" and _key(p.config) in moved
+                 for m in ("sieve-cp", variant, *OTHERS)]
+        t = {}
+        for p, r in zip(every, execute(every, jobs=jobs, store=store, progress=False).records):
+            t.setdefault(_key(p.config), {})[p.config.method] = \
+                r.result.row["throughput_tok_s_gpu"]
+        print(f"The moved points on every layer ({len(moved)}"
+              + (f", B <= {max_batch}" if max_batch is not None else "") + "):\n")
     print(f"| preset | point | best other | sieve-cp | {variant} |")
     print("|---|---|---|---|---|")
     out = []
@@ -67,8 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", default="sieve-cp-pimskip")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--store", help="resumable run store")
+    ap.add_argument("--every-layer", action="store_true",
+                    help="re-run the moved points on every layer")
+    ap.add_argument("--max-batch", type=int, help="with --every-layer: only B <= this")
     args = ap.parse_args(argv)
-    compare(args.variant, args.jobs, args.store)
+    compare(args.variant, args.jobs, args.store, every_layer=args.every_layer,
+            max_batch=args.max_batch)
     return 0
 
 

@@ -558,10 +558,25 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
 
     monkeypatch.setattr(executor, "execute", fake_execute)
     out = mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",))
-    first, second = calls
+    first, second = calls[:2]
     assert len(first) == 2 * 30 and all(
         p.config.model == "qwen3-30b-a3b" and p.config.system == "1xb200"
         and p.config.overlap == "tbo" and p.config.layers == 8 for p in first)
     assert sorted(p.config.method for p in second) == sorted(mod.OTHERS)
     assert out == [(("b200-hbm3e-pim", "math-500", False, None, 64), 0.97, 1.01, "noexp")]
     assert "30 one-GPU two-batch-overlap points, 1 moved" in capsys.readouterr().out
+    # --every-layer: the moved point again on every layer, sieve-cp, the variant and the others
+    calls.clear()
+    out = mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",),
+                      every_layer=True)
+    third = calls[2]
+    assert sorted(p.config.method for p in third) == sorted(
+        ["sieve-cp", "sieve-cp-pimskip", *mod.OTHERS])
+    assert all(p.config.layers is None and p.config.batch == 64
+               and p.config.workload == "math-500" for p in third)
+    assert out == [(("b200-hbm3e-pim", "math-500", False, None, 64), 0.97, 1.01, "noexp")]
+    assert "The moved points on every layer (1):" in capsys.readouterr().out
+    calls.clear()  # --max-batch 32 leaves the B = 64 point out
+    assert mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",),
+                       every_layer=True, max_batch=32) == []
+    assert calls[2] == [] and "(0, B <= 32)" in capsys.readouterr().out

@@ -205,13 +205,13 @@ def test_the_look_descends_from_the_best_power_of_two_one_expert_at_a_time():
 @given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
        st.floats(0.5, 50.0), st.booleans())
 def test_static_ties_go_to_a_static_split(counts, knee, slope, plateau):
-    """``LayerLoad.static_ties`` (sieve-cp; not sieve-cp-pimskip). Ratings that fall with each expert moved
-    to the GPU down to a plateau from ``knee`` on (the PIM-bound case: past the knee the split
-    does not move the next decisions): without the flag the look keeps the scan's split where
-    it is on the plateau (ties: the scan's), with it all on the GPU (all on PIM where the
+    """``LayerLoad.static_ties`` (sieve-cp; not sieve-cp-pimskip). Ratings that fall with each
+    expert moved to the GPU down to a plateau from ``knee`` on (the PIM-bound case: past the knee
+    the split does not move the next decisions): without the flag the look keeps the scan's split
+    where it is on the plateau (ties: the scan's), with it all on the GPU (all on PIM where the
     plateau is everything), reported as saving nothing (a split a skip runs). Ratings with one
-    strict minimum: the same split both ways, and its saving over all on PIM, unless that
-    minimum is all on the GPU (saving nothing with the flag)."""
+    strict minimum: the same split both ways, and its saving over all on PIM, unless that minimum
+    is all on the GPU (saving nothing with the flag)."""
     counts = np.array(counts, dtype=np.int64)
     est = _estimator(True)
     active = np.flatnonzero(counts)
