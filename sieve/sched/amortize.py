@@ -36,8 +36,9 @@ decision that did not pay chose that split (``record(..., split="gpu")``; the st
 for methods with ``skip_gpu`` only - ``sieve-cp``, not ``sieve-cp-pimskip`` - whose look counts
 that split as saving nothing over a split a skip can run, :func:`sieve.sched.cp.sieve_cp`). A
 borrowed verdict borrows its split too. Such a method's memo keys a layer's decisions per
-micro-batch under two-batch overlap (the step's ``_memo_key``): a skip replays the split its
-own micro-batch's decision chose, in that micro-batch's place in the overlap.
+micro-batch under two-batch overlap where the two micro-batches are like (the step's
+``_memo_key``): a skip replays the split its own micro-batch's decision chose, in that
+micro-batch's place in the overlap.
 
 The rule compares two numbers the method already has (its own estimates and the charged
 decision time): no threshold is fitted. The one constant, :data:`MAX_SKIP`, bounds how long a

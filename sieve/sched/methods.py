@@ -57,8 +57,9 @@ class Method:
     it decides every time; :mod:`sieve.sched.amortize`); ``skip_gpu``: under two-batch
     overlap on one GPU, between like micro-batches, its look breaks exact ties toward a
     static split and a decision that put every expert on the GPU is skipped the way one that
-    did not pay is, its skips running all on the GPU (:class:`sieve.sched.partition.LayerLoad`
-    ``static_ties``, set by the step)."""
+    did not pay is, its skips running all on the GPU, with one skip verdict per layer and
+    micro-batch (:class:`sieve.sched.partition.LayerLoad` ``static_ties`` and the memo's key,
+    set by the step)."""
 
     name: str
     fn: Callable[..., Partition]
