@@ -1,15 +1,16 @@
-"""The two-batch-overlap points where sieve-cp is below 0.99x the best other method on every
+"""The two-batch-overlap points where sieve-cp was below 0.99x the best other method on every
 layer, over several measured steps instead of one.
 
-`sieve run --paper` and docs/validation.md's tables measure one step after one warm-up step.
-The 15 points below 0.99x on every layer (docs/validation.md, *The points below on every
-layer*) are run here again on every layer with one warm-up and ``--steps`` measured steps (step
-``s`` draws its own batch and routing from ``(seed, s)``, so the first measured step is the
-one-step tables' step), for sieve-cp and the method that was best there. Printed per point:
-the ratio of sieve-cp's throughput to that method's in each measured step, over all of them
-(each method's tokens over its time), and how many of sieve-cp's decisions each step skipped
-(``sched/amortize.py``: a rule for a steady state of many steps, which one measured step shows
-only in part).
+`sieve run --paper` and docs/validation.md's tables measure one step after one warm-up step. The
+15 points below 0.99x on every layer (docs/validation.md, *The points below on every layer*:
+sieve-cp before 2026-12-07, now ``sieve-cp-pimskip``; kept as the list so that the runs before
+and after sieve-cp's skips could run all on the GPU compare point by point) are run here again
+on every layer with one warm-up and ``--steps`` measured steps (step ``s`` draws its own batch
+and routing from ``(seed, s)``, so the first measured step is the one-step tables' step), for
+sieve-cp and the method that was best there. Printed per point: the ratio of sieve-cp's
+throughput to that method's in each measured step, over all of them (each method's tokens over
+its time), and how many of sieve-cp's decisions each step skipped (``sched/amortize.py``: a rule
+for a steady state of many steps, which one measured step shows only in part).
 
     python benchmarks/tbo_steps.py --steps 5 --jobs 2 [--out FILE.jsonl]   # ~45 min, 2 cores
 
