@@ -15,6 +15,9 @@ prints, for each, sieve-cp's and the variant's ratio to the best other PIM metho
 other PIM method), since 8 sampled layers can put a two-batch-overlap ratio a few per cent off
 (docs/system.md §1); prints the same table from those runs. ``--max-batch N``: only the moved
 points with B <= N (a point at B = 128 takes about a minute per method on every layer).
+``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
+point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
+and the variant on every layer (``--max-batch`` too), and prints those that move there.
 """
 
 from __future__ import annotations
@@ -32,6 +35,39 @@ from validate_methods import PRESETS  # noqa: E402
 
 def _key(c) -> tuple:
     return (dict(c.system_overrides)["memory"], c.workload, c.colocated, c.n_prefill, c.batch)
+
+
+def unmoved(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
+            max_batch: int | None = None) -> list[tuple]:
+    """The decode points where sieve-cp and the variant are equal on 8 sampled layers, both
+    re-run on every layer: (point key, sieve-cp, variant) per point where they differ there."""
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point, paper_points
+    from sieve.experiments.store import RunStore
+
+    store = RunStore(store_dir) if store_dir else None
+    base = [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
+            for pr in presets
+            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
+            if p.config.model == "qwen3-30b-a3b" and not p.config.colocated
+            and (max_batch is None or p.config.batch <= max_batch)]
+    t: dict[tuple, dict[str, float]] = {}
+    for p, r in zip(base, execute(base, jobs=jobs, store=store, progress=False).records):
+        t.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    same = [k for k, d in t.items() if d[variant] == d["sieve-cp"]]
+    every = [Point(replace(p.config, layers=None)) for p in base if _key(p.config) in same]
+    e: dict[tuple, dict[str, float]] = {}
+    for p, r in zip(every, execute(every, jobs=jobs, store=store, progress=False).records):
+        e.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    out = [(k, d["sieve-cp"], d[variant]) for k, d in e.items() if d["sieve-cp"] != d[variant]]
+    print(f"{len(same)} decode points where sieve-cp and {variant} are equal on the sample"
+          + (f" (B <= {max_batch})" if max_batch is not None else "")
+          + f"; on every layer {len(out)} differ:\n")
+    print(f"| preset | point | sieve-cp | {variant} | ratio |")
+    print("|---|---|---|---|---|")
+    for k, a, b in out:
+        print(f"| {k[0]} | {k[1]} B={k[-1]} | {a:.1f} | {b:.1f} | {a / b:.4f} |")
+    return out
 
 
 def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
@@ -88,7 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every-layer", action="store_true",
                     help="re-run the moved points on every layer")
     ap.add_argument("--max-batch", type=int, help="with --every-layer: only B <= this")
+    ap.add_argument("--unmoved", action="store_true",
+                    help="the decode points equal on the sample, on every layer")
     args = ap.parse_args(argv)
+    if args.unmoved:
+        unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch)
+        return 0
     compare(args.variant, args.jobs, args.store, every_layer=args.every_layer,
             max_batch=args.max_batch)
     return 0

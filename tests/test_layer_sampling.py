@@ -580,3 +580,40 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
     assert mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",),
                        every_layer=True, max_batch=32) == []
     assert calls[2] == [] and "(0, B <= 32)" in capsys.readouterr().out
+
+
+def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monkeypatch, capsys):
+    """tbo_variant.py --unmoved: the decode points (no colocated one) where sieve-cp and the
+    variant are equal on the sample, both again on every layer, and those that differ there."""
+    from types import SimpleNamespace
+
+    from conftest import benchmark_module
+
+    import sieve.experiments.executor as executor
+
+    mod = benchmark_module("tbo_variant")
+    calls = []
+
+    def fake_execute(points, **kw):
+        calls.append(list(points))
+        recs = []
+        for p in points:
+            c = p.config
+            t = 100.0
+            if c.method == "sieve-cp-pimskip" and c.batch in (8, 16) and c.layers is None \
+                    and c.workload == "hh-rlhf":
+                t = 99.0  # equal on the sample, apart on every layer
+            if c.method == "sieve-cp-pimskip" and c.batch == 64 and c.layers == 8:
+                t = 98.0  # moved on the sample: not re-run
+            recs.append(SimpleNamespace(result=SimpleNamespace(
+                row={"throughput_tok_s_gpu": t})))
+        return SimpleNamespace(records=recs)
+
+    monkeypatch.setattr(executor, "execute", fake_execute)
+    out = mod.unmoved("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",), max_batch=16)
+    sample, every = calls
+    assert sample and all(not p.config.colocated and p.config.batch <= 16
+                          and p.config.layers == 8 for p in sample)
+    assert len(every) == len(sample) and all(p.config.layers is None for p in every)
+    assert [(k[1], k[-1]) for k, _, _ in out] == [("hh-rlhf", 8), ("hh-rlhf", 16)]
+    assert "on every layer 2 differ" in capsys.readouterr().out
