@@ -37,28 +37,48 @@ def _key(c) -> tuple:
     return (dict(c.system_overrides)["memory"], c.workload, c.colocated, c.n_prefill, c.batch)
 
 
+def _points(variant: str, presets, decode_only: bool = False,
+            max_batch: int | None = None) -> list:
+    """sieve-cp's and the variant's one-GPU two-batch-overlap points of --paper on 8 sampled
+    layers (``decode_only``: no colocated point; ``max_batch``: B <= that)."""
+    from sieve.experiments.points import Point, paper_points
+
+    return [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
+            for pr in presets
+            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
+            if p.config.model == "qwen3-30b-a3b"
+            and not (decode_only and p.config.colocated)
+            and (max_batch is None or p.config.batch <= max_batch)]
+
+
+def _run(points, jobs: int, store, into: dict | None = None) -> dict[tuple, dict[str, float]]:
+    """Throughput per GPU of each point, by point key and method (added to ``into``)."""
+    from sieve.experiments.executor import execute
+
+    t = {} if into is None else into
+    for p, r in zip(points, execute(points, jobs=jobs, store=store, progress=False).records):
+        t.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    return t
+
+
+def _store(store_dir: str | None):
+    from sieve.experiments.store import RunStore
+
+    return RunStore(store_dir) if store_dir else None
+
+
 def unmoved(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
             max_batch: int | None = None) -> list[tuple]:
     """The decode points where sieve-cp and the variant are equal on 8 sampled layers, both
     re-run on every layer: (point key, sieve-cp, variant) per point where they differ there."""
-    from sieve.experiments.executor import execute
-    from sieve.experiments.points import Point, paper_points
-    from sieve.experiments.store import RunStore
+    from sieve.experiments.points import Point
 
-    store = RunStore(store_dir) if store_dir else None
-    base = [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
-            for pr in presets
-            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
-            if p.config.model == "qwen3-30b-a3b" and not p.config.colocated
-            and (max_batch is None or p.config.batch <= max_batch)]
-    t: dict[tuple, dict[str, float]] = {}
-    for p, r in zip(base, execute(base, jobs=jobs, store=store, progress=False).records):
-        t.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    store = _store(store_dir)
+    base = _points(variant, presets, decode_only=True, max_batch=max_batch)
+    t = _run(base, jobs, store)
     same = [k for k, d in t.items() if d[variant] == d["sieve-cp"]]
-    every = [Point(replace(p.config, layers=None)) for p in base if _key(p.config) in same]
-    e: dict[tuple, dict[str, float]] = {}
-    for p, r in zip(every, execute(every, jobs=jobs, store=store, progress=False).records):
-        e.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    e = _run([Point(replace(p.config, layers=None)) for p in base if _key(p.config) in same],
+             jobs, store)
     out = [(k, d["sieve-cp"], d[variant]) for k, d in e.items() if d["sieve-cp"] != d[variant]]
     print(f"{len(same)} decode points where sieve-cp and {variant} are equal on the sample"
           + (f" (B <= {max_batch})" if max_batch is not None else "")
@@ -74,33 +94,21 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
             every_layer: bool = False, max_batch: int | None = None) -> list[tuple]:
     """(point key, sieve-cp / best other, variant / best other, best other) per moved point
     (``every_layer``: those of the moved points re-run on every layer)."""
-    from sieve.experiments.executor import execute
-    from sieve.experiments.points import Point, paper_points
-    from sieve.experiments.store import RunStore
+    from sieve.experiments.points import Point
 
-    store = RunStore(store_dir) if store_dir else None
-    base = [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
-            for pr in presets
-            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
-            if p.config.model == "qwen3-30b-a3b"]
-    t: dict[tuple, dict[str, float]] = {}
-    for p, r in zip(base, execute(base, jobs=jobs, store=store, progress=False).records):
-        t.setdefault(_key(p.config), {})[p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    store = _store(store_dir)
+    base = _points(variant, presets)
+    t = _run(base, jobs, store)
     moved = [k for k, d in t.items() if d[variant] != d["sieve-cp"]]
-    rest = [Point(replace(p.config, method=m)) for p in base
-            if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS]
-    for p, r in zip(rest, execute(rest, jobs=jobs, store=store, progress=False).records):
-        t[_key(p.config)][p.config.method] = r.result.row["throughput_tok_s_gpu"]
+    _run([Point(replace(p.config, method=m)) for p in base
+          if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS],
+         jobs, store, into=t)
     print(f"{len(t)} one-GPU two-batch-overlap points, {len(moved)} moved by {variant}\n")
     if every_layer:
         moved = [k for k in moved if max_batch is None or k[-1] <= max_batch]
-        every = [Point(replace(p.config, method=m, layers=None)) for p in base
-                 if p.config.method == "sieve-cp" and _key(p.config) in moved
-                 for m in ("sieve-cp", variant, *OTHERS)]
-        t = {}
-        for p, r in zip(every, execute(every, jobs=jobs, store=store, progress=False).records):
-            t.setdefault(_key(p.config), {})[p.config.method] = \
-                r.result.row["throughput_tok_s_gpu"]
+        t = _run([Point(replace(p.config, method=m, layers=None)) for p in base
+                  if p.config.method == "sieve-cp" and _key(p.config) in moved
+                  for m in ("sieve-cp", variant, *OTHERS)], jobs, store)
         print(f"The moved points on every layer ({len(moved)}"
               + (f", B <= {max_batch}" if max_batch is not None else "") + "):\n")
     print(f"| preset | point | best other | sieve-cp | {variant} |")
