@@ -139,6 +139,12 @@ OWN_RATIO = 4.0
 _ATTN_ALPHA = 0.25
 
 
+def _unlike_sizes(a: float, b: float) -> bool:
+    """Whether one of two micro-batches' sizes (tokens or token-expert pairs) is more than
+    :data:`OWN_RATIO` times the other's (an empty one counts as 1)."""
+    return max(a, b) > OWN_RATIO * max(min(a, b), 1.0)
+
+
 @dataclass(frozen=True)
 class StepOptions:
     """How the system runs a step (the same for every method of a comparison).
@@ -684,7 +690,7 @@ class _Builder:
         # other's tokens; on one GPU, where skip_gpu acts, the ratio of their token-expert
         # pairs at every layer, the test _unlike makes per decision): _memo_key
         tok = np.bincount(self.req_mb, weights=batch.tokens, minlength=2)
-        self.like_mbs = bool(tok.max() <= OWN_RATIO * max(float(tok.min()), 1.0))
+        self.like_mbs = not _unlike_sizes(float(tok[0]), float(tok[1]))
         self.tok_req = batch.token_request
         self.expert_gpu = (np.zeros(self.full.n_experts, dtype=np.int64) if self.tp else
                            np.repeat(np.arange(self.n_gpus), self.full.n_experts // self.n_gpus))
@@ -1025,7 +1031,7 @@ class _Builder:
         if other is None or (g, 1 - mb) not in self.st.last_thr:
             return False
         n_o, n_t = float(np.sum(other[1])), float(np.sum(local))
-        return max(n_o, n_t) > OWN_RATIO * max(min(n_o, n_t), 1.0)
+        return _unlike_sizes(n_o, n_t)
 
     def _lookahead(self, task: Task, sched: Schedule, g: int, layer: int, mb: int,
                    local: np.ndarray, join: Task, disp: list[Task]):
