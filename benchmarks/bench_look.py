@@ -10,6 +10,9 @@ and per decision). The simulated decision time is the seed's for both (the look 
 charged: docs/schedulers.md says why and what that means).
 
     python benchmarks/bench_look.py [--pairs 3]   # ~3 min on 2 cores
+
+``--methods a,b,c``: other methods in the same rounds (e.g. ``sieve-cp-look2``, whose look
+watches two layers on and rates each saving by a second, one-layer look).
 """
 
 from __future__ import annotations
@@ -52,18 +55,21 @@ def _mmm(xs) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help=f"comma-separated (default {','.join(METHODS)})")
     args = ap.parse_args(argv)
+    methods = tuple(args.methods.split(","))
     print(f"Machine: {platform.machine()}, Python {platform.python_version()}; "
-          f"{args.pairs} interleaved pairs per point.\n")
+          f"{args.pairs} interleaved rounds per point.\n")
     print("| point | method | CPU s per run (min / median / max) | scheduling s (median) "
           "| decisions | looks | placements per look | placements per decision | tok/s/GPU |")
     print("|---|---|---|---|---|---|---|---|---|")
     for label, kw in POINTS:
-        runs = {m: [] for m in METHODS}
+        runs = {m: [] for m in methods}
         for i in range(args.pairs):
-            for m in (METHODS if i % 2 == 0 else METHODS[::-1]):
+            for m in (methods if i % 2 == 0 else methods[::-1]):
                 runs[m].append(_once(m, kw))
-        for m in METHODS:
+        for m in methods:
             r = runs[m]
             last = r[-1]
             per_look = last["placed"] / last["looks"] if last["looks"] else 0.0

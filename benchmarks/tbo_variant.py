@@ -15,6 +15,11 @@ prints, for each, sieve-cp's and the variant's ratio to the best other PIM metho
 other PIM method), since 8 sampled layers can put a two-batch-overlap ratio a few per cent off
 (docs/system.md §1); prints the same table from those runs. ``--max-batch N``: only the moved
 points with B <= N (a point at B = 128 takes about a minute per method on every layer).
+``--all-layers``: instead, sieve-cp and the variant at every one-GPU point on every layer, and
+every other PIM method where the two differ there (no sample first: the sample can put a
+two-batch-overlap ratio a few per cent off, so it can hide a point that moves); prints the same
+table and how many of the moved points are below 0.99x for each (``--max-batch`` too;
+``--decode-only``: the other methods at the moved decode points only).
 ``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
 point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
 and the variant on every layer (``--max-batch`` too), and prints those that move there.
@@ -124,6 +129,46 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
     return out
 
 
+def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
+               max_batch: int | None = None, decode_only: bool = False) -> list[tuple]:
+    """sieve-cp and the variant at every one-GPU point on every layer (``max_batch``: B <=
+    that), every other PIM method where the two differ there (``decode_only``: at the decode
+    points only, the colocated ones' prefills being the slow runs); the same table as
+    :func:`compare`'s, of the points that differ, and the count below 0.99x the best other
+    for each."""
+    from sieve.experiments.points import Point
+
+    store = _store(store_dir)
+    base = [Point(replace(p.config, layers=None))
+            for p in _points(variant, presets, max_batch=max_batch)]
+    t = _run(base, jobs, store)
+    moved = [k for k, d in t.items() if d[variant] != d["sieve-cp"]]
+    n_moved = len(moved)
+    if decode_only:
+        moved = [k for k in moved if not k[2]]
+    _run([Point(replace(p.config, method=m)) for p in base
+          if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS],
+         jobs, store, into=t)
+    print(f"{len(t)} one-GPU two-batch-overlap points on every layer"
+          + (f" (B <= {max_batch})" if max_batch is not None else "")
+          + f", {n_moved} moved by {variant}"
+          + (f" ({n_moved - len(moved)} colocated ones not compared)" if decode_only else "")
+          + ":\n")
+    print(f"| preset | point | best other | sieve-cp | {variant} |")
+    print("|---|---|---|---|---|")
+    out = []
+    for k in moved:
+        d = t[k]
+        best = max(OTHERS, key=d.get)
+        preset, wl, coloc, n_pf, b = k
+        case = (" colocated" + (" (stress)" if n_pf else " (drawn)")) if coloc else ""
+        out.append((k, d["sieve-cp"] / d[best], d[variant] / d[best], best))
+        print(f"| {preset} | {wl}{case} B={b} | {best} | {out[-1][1]:.3f} | {out[-1][2]:.3f} |")
+    print(f"\nOf the moved points below 0.99x the best other: sieve-cp "
+          f"{sum(o[1] < 0.99 for o in out)}, {variant} {sum(o[2] < 0.99 for o in out)}.")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", default="sieve-cp-pimskip")
@@ -134,7 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int, help="with --every-layer: only B <= this")
     ap.add_argument("--unmoved", action="store_true",
                     help="the decode points equal on the sample, on every layer")
+    ap.add_argument("--all-layers", action="store_true",
+                    help="sieve-cp and the variant at every one-GPU point on every layer")
+    ap.add_argument("--decode-only", action="store_true",
+                    help="with --all-layers: the other methods at the decode points only")
     args = ap.parse_args(argv)
+    if args.all_layers:
+        all_layers(args.variant, args.jobs, args.store, max_batch=args.max_batch,
+                   decode_only=args.decode_only)
+        return 0
     if args.unmoved:
         unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch)
         return 0

@@ -617,3 +617,52 @@ def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monke
     assert len(every) == len(sample) and all(p.config.layers is None for p in every)
     assert [(k[1], k[-1]) for k, _, _ in out] == [("hh-rlhf", 8), ("hh-rlhf", 16)]
     assert "on every layer 2 differ" in capsys.readouterr().out
+
+
+def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypatch, capsys):
+    """tbo_variant.py --all-layers: sieve-cp and the variant at every one-GPU point on every
+    layer (no sample first), every other PIM method where the two differ, and the count of
+    those below 0.99x the best other for each."""
+    from types import SimpleNamespace
+
+    from conftest import benchmark_module
+
+    import sieve.experiments.executor as executor
+
+    mod = benchmark_module("tbo_variant")
+    calls = []
+    rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
+
+    def fake_execute(points, **kw):
+        calls.append(list(points))
+        recs = []
+        for p in points:
+            c = p.config
+            t = rate.get(c.method, 99.5)
+            if c.method == "sieve-cp-look2" and c.batch == 8 and not c.colocated:
+                t = 98.0 if c.workload == "hh-rlhf" else 100.5
+            recs.append(SimpleNamespace(result=SimpleNamespace(
+                row={"throughput_tok_s_gpu": t})))
+        return SimpleNamespace(records=recs)
+
+    monkeypatch.setattr(executor, "execute", fake_execute)
+    out = mod.all_layers("sieve-cp-look2", 1, None, presets=("b200-hbm3e-pim",))
+    first, second = calls
+    assert len(first) == 2 * 30 and all(p.config.layers is None for p in first)
+    assert sorted(p.config.method for p in second) == sorted(2 * mod.OTHERS)
+    assert all(p.config.layers is None and p.config.batch == 8 for p in second)
+    assert [(k[1], a, b) for k, a, b, _ in out] == [("hh-rlhf", 0.995, 0.98),
+                                                   ("math-500", 0.995, 1.005)]
+    text = capsys.readouterr().out
+    assert "30 one-GPU two-batch-overlap points on every layer, 2 moved" in text
+    assert "below 0.99x the best other: sieve-cp 0, sieve-cp-look2 1." in text
+    # --decode-only: a colocated point that moved gets no runs of the other methods
+    rate["sieve-cp-look2"] = 99.0  # every point moves now, colocated ones too
+    calls.clear()
+    out = mod.all_layers("sieve-cp-look2", 1, None, presets=("b200-hbm3e-pim",),
+                         decode_only=True)
+    assert all(not p.config.colocated for p in calls[1]) and calls[1]
+    assert all(not k[2] for k, *_ in out) and len(out) == 18
+    assert "30 moved by sieve-cp-look2 (12 colocated ones not compared)" in \
+        capsys.readouterr().out
+

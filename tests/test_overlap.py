@@ -278,16 +278,16 @@ def test_tbo_splits_steady_state_window():
 
 
 def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None,
-             n_prefill=None):
+             n_prefill=None, look_layers=1):
     """Run `steps` steps of `model` under two-batch overlap with `spy(load, est)` as the
     method (8 sampled layers; ``before_step()`` called before each; ``n_prefill``: a
-    colocated batch with that many prefill requests, after the decode ones); the last step's
-    builder."""
+    colocated batch with that many prefill requests, after the decode ones; ``look_layers``:
+    the method's); the last step's builder."""
     from sieve.sched import methods as registry
     from sieve.sched.methods import Method
 
     m, s = get_model(model), hw.get_system(system)
-    registry.SCHEDULERS["spy"] = Method("spy", spy)
+    registry.SCHEDULERS["spy"] = Method("spy", spy, look_layers=look_layers)
     try:
         state = SystemState(m, s, StepOptions(method="spy", overlap="tbo", microbatches=2,
                                               layers=8, parallel=parallel))
@@ -518,6 +518,53 @@ def test_the_look_watches_the_next_decisions_and_under_ep_the_next_dispatches(
         names = [x[0] for x in w]
         assert names.count("scheduler") == 2 and names.count("dispatch") == dispatches
         assert len({x[1] for x in w}) == 1 and {x[2] for x in w} == {0, 1}
+
+
+@pytest.mark.parametrize("parallel, system", (("tp", "1xb200"), ("ep", "2xb200")))
+def test_a_look_two_layers_on_watches_the_decisions_two_layers_on(parallel, system):
+    """``Method.look_layers`` = 2 (sieve-cp-look2): a decision's look watches both
+    micro-batches' decisions (and under expert parallelism dispatches) of the sampled layer
+    two on (the last one where fewer follow), and its saving look (``saving_lookahead``)
+    those of the next layer, as every look of a one-layer method does."""
+    from sieve.sched.cp import sieve_cp
+    from sieve.system.dag import Schedule
+
+    rec, seen = [], []
+    orig = Schedule.lookahead
+
+    def spy_look(self, extra, watch, *a, **k):
+        rec.append({(t.name, t.info["layer"], t.info["mb"]) for t in watch})
+        return orig(self, extra, watch, *a, **k)
+
+    def spy(load, est):
+        if load.lookahead is not None:
+            assert load.saving_lookahead is not None
+            on_pim = load.counts > 0
+            rec.clear()
+            load.lookahead(on_pim)
+            far = set().union(*rec)
+            rec.clear()
+            load.saving_lookahead(on_pim)
+            seen.append((far, set().union(*rec)))
+        return sieve_cp(load, est)
+
+    Schedule.lookahead = spy_look
+    try:
+        builder = _spy_run(spy, "gpt-oss-20b", system, 32, "hh-rlhf", parallel, look_layers=2)
+    finally:
+        Schedule.lookahead = orig
+    nxt = builder.next_layer
+    assert seen
+    n_far = 0
+    for far, near in seen:
+        (lf,), (ln,) = {x[1] for x in far}, {x[1] for x in near}
+        assert lf == nxt.get(ln, ln)  # one sampled layer past the saving look's
+        n_far += lf != ln
+        for w in (far, near):
+            names = [x[0] for x in w]
+            assert names.count("scheduler") == 2
+            assert names.count("dispatch") == (2 if parallel == "ep" else 0)
+    assert n_far > len(seen) // 2
 
 
 def test_the_look_watches_no_micro_batch_that_holds_no_request():

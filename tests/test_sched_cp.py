@@ -201,6 +201,45 @@ def test_the_look_descends_from_the_best_power_of_two_one_expert_at_a_time():
     assert p.est_gain_ns == pytest.approx(look(counts > 0) - 100.0)
 
 
+@pytest.mark.parametrize("saving_gives", (True, False))
+def test_a_saving_look_rates_the_saving_and_not_the_choice(saving_gives):
+    """``LayerLoad.saving_lookahead`` (sieve-cp-look2): the split is the look's best, the
+    saving the other look's rating of all on PIM less its rating of that split; a saving look
+    that gives no rating leaves the scan's estimate of the saving."""
+    counts = np.arange(20, 0, -1, dtype=np.int64)  # the order is the ids
+    est = _estimator(True)
+
+    def look(mask):  # lowest at 6 experts on the GPU
+        return 100.0 + (int((~mask).sum()) - 6) ** 2
+
+    asked = []
+
+    def saving(mask):  # falls by 7 ns per expert on the GPU
+        asked.append(int((~mask).sum()))
+        return 500.0 - 7.0 * asked[-1] if saving_gives else None
+
+    plain = sieve_cp(LayerLoad(counts, est.shape, lookahead=look), est)
+    p = sieve_cp(LayerLoad(counts, est.shape, lookahead=look, saving_lookahead=saving), est)
+    assert np.array_equal(p.on_pim, plain.on_pim) and int((~p.on_pim).sum()) == 6
+    assert sorted(set(asked)) == [0, 6]  # all on PIM and the chosen split, nothing else
+    scan = sieve_cp(LayerLoad(counts, est.shape), est)
+    assert p.est_gain_ns == pytest.approx(42.0 if saving_gives else scan.est_gain_ns)
+    assert plain.est_gain_ns == pytest.approx(look(counts > 0) - 100.0)
+    with pytest.raises(ConfigError, match="saving_lookahead"):
+        LayerLoad(counts, est.shape, saving_lookahead=3.0)
+
+
+def test_sieve_cp_look2_is_sieve_cp_with_a_two_layer_look():
+    """The registry's ``sieve-cp-look2``: sieve-cp's function, start split and skip rule, its
+    look two sampled layers on (``look_layers``); every other method looks one layer on."""
+    a, b = get_method("sieve-cp"), get_method("sieve-cp-look2")
+    assert (b.fn, b.start, b.skip_gpu, dict(b.options)) == (a.fn, a.start, a.skip_gpu,
+                                                            dict(a.options))
+    assert b.look_layers == 2
+    assert {m.name for m in registry.SCHEDULERS.values() if m.look_layers != 1} == {
+        "sieve-cp-look2"}
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
        st.floats(0.5, 50.0), st.booleans())

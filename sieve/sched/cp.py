@@ -464,7 +464,9 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
     best one (ties: the scan's; with ``load.static_ties`` a static split first, all on PIM,
     then all on the GPU), and what it saves over all on PIM by that rating (None where the look
     gives none; with ``load.static_ties`` 0 where the best is all on the GPU, a split a skipped
-    decision runs: :mod:`sieve.sched.amortize`)."""
+    decision runs: :mod:`sieve.sched.amortize`). With ``load.saving_lookahead`` the saving is
+    that look's rating of all on PIM less its rating of the best (the look that chose it
+    watching further; None where that look gives none)."""
     c = load.counts
     order = scan_order(c)
     k = int((~on_pim[order]).sum())
@@ -500,7 +502,12 @@ def _look(load: LayerLoad, on_pim: np.ndarray) -> tuple[np.ndarray, float | None
         best = step
     if load.static_ties and best == n:
         return prefix_split(c, best, order), 0.0
-    return prefix_split(c, best, order), rate[0] - rate[best]
+    chosen = prefix_split(c, best, order)
+    if load.saving_lookahead is not None:
+        r0 = load.saving_lookahead(prefix_split(c, 0, order))
+        rb = load.saving_lookahead(chosen) if best else r0
+        return chosen, (None if r0 is None or rb is None else r0 - rb)
+    return chosen, rate[0] - rate[best]
 
 
 def sieve_cp_start(load: LayerLoad, est: Estimator, fallback: str = "observed",

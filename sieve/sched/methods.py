@@ -17,7 +17,9 @@ cost table, judged by the end of the layer's expert phase on its dependency grap
 table's unobserved counts from its observed ones, and ``sieve-cp-seedtable`` is the same method
 reading them at the seed's roofline fallback. Both skip a layer's decision after one that saved
 less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
-``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split).
+``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split);
+``sieve-cp-look2``'s look watches the decisions two layers on instead of the next ones, its
+savings (the skip rule's) still rated to the next (docs/schedulers.md, "A look two layers on").
 Under two-batch overlap on one GPU, between like micro-batches, ``sieve-cp`` breaks its look's
 exact ties toward a static split and, where its decision put every expert on the GPU, counts
 that decision as saving nothing and runs the same split without deciding while it does not
@@ -59,7 +61,9 @@ class Method:
     static split and a decision that put every expert on the GPU is skipped the way one that
     did not pay is, its skips running all on the GPU, with one skip verdict per layer and
     micro-batch (:class:`sieve.sched.partition.LayerLoad` ``static_ties`` and the memo's key,
-    set by the step)."""
+    set by the step); ``look_layers``: under two-batch overlap its look rates a split to the
+    decisions that many sampled layers on (1: the next ones), while what a decision saves,
+    for the skip rule, is still rated to the next ones (``LayerLoad.saving_lookahead``)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -70,6 +74,7 @@ class Method:
     uses_pim: bool = True
     start: Callable[..., Partition] | None = None
     skip_gpu: bool = False
+    look_layers: int = 1
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -98,6 +103,9 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
+    Method("sieve-cp-look2", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_layers=2,
+           doc="sieve-cp whose look (two-batch overlap) rates a split to the decisions two "
+           "layers on; its savings, for skipping, still to the next ones"),
     Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start,
            doc="sieve-cp whose skips always run all on PIM and whose look breaks ties toward "
            "the scan's split (under two-batch overlap on one GPU; elsewhere sieve-cp)"),

@@ -136,7 +136,13 @@ class LayerLoad:
             those starts, ns from the decision's end; undecided splits by stand-ins, the
             other micro-batch's on this GPU guessed two ways and the lower rating kept; the
             step's lanes and its estimator's costs, :mod:`sieve.sched.cp`); None outside
-            two-batch overlap, or where no next decision follows.
+            two-batch overlap, or where no next decision follows. A method with
+            ``look_layers`` > 1 (:class:`sieve.sched.methods.Method`) gets a look to the
+            decisions that many sampled layers on.
+        saving_lookahead: the look that rates what a decision saves over all on PIM (the
+            skip rule's saving, :mod:`sieve.sched.amortize`) where it is not ``lookahead``
+            itself: the one-layer look of a method whose ``lookahead`` watches further
+            (None: ``lookahead``'s own ratings).
         static_ties: the look breaks an exact tie of its best rating toward a static split
             (all on PIM, then all on the GPU) and counts all on the GPU as saving nothing over
             the split a skipped decision can run (``sieve-cp``, not ``sieve-cp-pimskip``; set by
@@ -152,6 +158,7 @@ class LayerLoad:
     timing: LayerTiming | None = None
     lookahead: Callable[[np.ndarray], float | None] | None = None
     static_ties: bool = False
+    saving_lookahead: Callable[[np.ndarray], float | None] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "counts", counts_array("layer load", self.counts))
@@ -168,8 +175,10 @@ class LayerLoad:
         object.__setattr__(self, "gpu_fixed", ops)
         if self.timing is not None and not isinstance(self.timing, LayerTiming):
             raise ConfigError("layer load: timing must be a LayerTiming or None")
-        if self.lookahead is not None and not callable(self.lookahead):
-            raise ConfigError("layer load: lookahead must be a callable or None")
+        for n in ("lookahead", "saving_lookahead"):
+            f = getattr(self, n)
+            if f is not None and not callable(f):
+                raise ConfigError(f"layer load: {n} must be a callable or None")
 
     @property
     def active(self) -> np.ndarray:

@@ -968,14 +968,19 @@ class _Builder:
                                                     self.full.hidden_size),
                                          EpExchange("combine", copies, self.full.hidden_size)])
             fixed = fixed_gpu_ops(model, layer, n_tok, self.o.kv_dtype, self.expert_dtype)
-            look = (self._lookahead(task, sched, g, layer, mb, local, join, disp)
-                    if self.tbo and self.pim_mode else None)
+            look = saving = None
+            if self.tbo and self.pim_mode:
+                look = self._lookahead(task, sched, g, layer, mb, local, join, disp,
+                                       self.meth.look_layers)
+                if self.meth.look_layers > 1 and look is not None:
+                    saving = self._lookahead(task, sched, g, layer, mb, local, join, disp)
             # (skip_gpu: static ties only between like micro-batches)
             static_ties = self.static_ties and not self._unlike(g, layer, mb, local)
             load = LayerLoad(local, st.shape, pim_busy_ns=float(busy), comm_ns=float(comm),
                              gpu_fixed=fixed,
                              timing=self._timing(task, sched, g, layer, mb, disp, copies, est),
-                             lookahead=look, static_ties=static_ties)
+                             lookahead=look, static_ties=static_ties,
+                             saving_lookahead=saving)
             if skip:
                 part = self.meth.start_split(load, est)
                 if st.memos[g].split(self._memo_key(layer, mb)) == "gpu":  # its decision's
@@ -1034,16 +1039,18 @@ class _Builder:
         return _unlike_sizes(n_o, n_t)
 
     def _lookahead(self, task: Task, sched: Schedule, g: int, layer: int, mb: int,
-                   local: np.ndarray, join: Task, disp: list[Task]):
+                   local: np.ndarray, join: Task, disp: list[Task], layers: int = 1):
         """Two-batch overlap: ``f(on_pim)``, a split of this decision rated by the schedule's
         look ahead (:meth:`Schedule.lookahead`) from here to the next decisions of both
         micro-batches on this GPU and, under expert parallelism, the next layer's dispatches
         of both micro-batches (of those that hold a request on some GPU: ``mb_held``), the
         latest of their starts in ns from this decision's end
         (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
-        sampled layer has no decision. In the look: this split's expert tasks at its
-        estimator's costs (:func:`sieve.sched.cp.split_cost`); every decision reached before
-        the watched ones splits its experts at its own GPU's estimator: another GPU's (expert
+        sampled layer has no decision. ``layers`` > 1 (``Method.look_layers``): the decisions
+        and dispatches that many sampled layers on, every decision before them in the look.
+        In the look: this split's expert tasks at its estimator's costs
+        (:func:`sieve.sched.cp.split_cost`); every decision reached before the watched ones
+        splits its experts at its own GPU's estimator: another GPU's (expert
         parallelism) with as many of its most popular experts on its GPU as this split has
         (:func:`sieve.sched.cp.prefix_split`: a GPU expert's cost is mostly its weight
         stream, the same for every GPU, where a threshold in tokens means a different number
@@ -1060,6 +1067,11 @@ class _Builder:
         cost table (read when a look first asks); every other task as built."""
         st = self.st
         nxt = self.next_layer.get(layer)
+        # ``layers`` > 1 (Method.look_layers): the decisions that many sampled layers on (the
+        # last sampled layer's where fewer follow), those between them decided in the look
+        for _ in range(layers - 1):
+            if self.next_layer.get(nxt) is not None:
+                nxt = self.next_layer[nxt]
         # the micro-batches watched: those that hold a request on some GPU (one that holds
         # none, B <= the GPUs, has no token to finish: its tasks' starts are lane order)
         held = [m for m in (mb, 1 - mb) if self.mb_held[m]] or [mb, 1 - mb]
