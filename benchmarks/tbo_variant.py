@@ -19,7 +19,8 @@ points with B <= N (a point at B = 128 takes about a minute per method on every 
 every other PIM method where the two differ there (no sample first: the sample can put a
 two-batch-overlap ratio a few per cent off, so it can hide a point that moves); prints the same
 table and how many of the moved points are below 0.99x for each (``--max-batch`` too;
-``--decode-only``: the other methods at the moved decode points only).
+``--decode-only``: the other methods at the moved decode points only; ``--unmoved-too``: the
+other methods also at the points the variant left alone, and sieve-cp's ratio there).
 ``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
 point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
 and the variant on every layer (``--max-batch`` too), and prints those that move there.
@@ -95,6 +96,24 @@ def unmoved(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
     return out
 
 
+def _table(t: dict, keys: list, variant: str, both: bool = True) -> list[tuple]:
+    """Print the Markdown table of the points ``keys``: each one's best other PIM method and
+    sieve-cp's ratio to it (``both``: and the variant's); (point key, sieve-cp, variant, best
+    other) per point."""
+    print("| preset | point | best other | sieve-cp |" + (f" {variant} |" if both else ""))
+    print("|---|---|---|---|" + ("---|" if both else ""))
+    out = []
+    for k in keys:
+        d = t[k]
+        best = max(OTHERS, key=d.get)
+        preset, wl, coloc, n_pf, b = k
+        case = (" colocated" + (" (stress)" if n_pf else " (drawn)")) if coloc else ""
+        out.append((k, d["sieve-cp"] / d[best], d[variant] / d[best], best))
+        print(f"| {preset} | {wl}{case} B={b} | {best} | {out[-1][1]:.3f} |"
+              + (f" {out[-1][2]:.3f} |" if both else ""))
+    return out
+
+
 def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
             every_layer: bool = False, max_batch: int | None = None) -> list[tuple]:
     """(point key, sieve-cp / best other, variant / best other, best other) per moved point
@@ -116,26 +135,19 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
                   for m in ("sieve-cp", variant, *OTHERS)], jobs, store)
         print(f"The moved points on every layer ({len(moved)}"
               + (f", B <= {max_batch}" if max_batch is not None else "") + "):\n")
-    print(f"| preset | point | best other | sieve-cp | {variant} |")
-    print("|---|---|---|---|---|")
-    out = []
-    for k in moved:
-        d = t[k]
-        best = max(OTHERS, key=d.get)
-        preset, wl, coloc, n_pf, b = k
-        case = (" colocated" + (" (stress)" if n_pf else " (drawn)")) if coloc else ""
-        out.append((k, d["sieve-cp"] / d[best], d[variant] / d[best], best))
-        print(f"| {preset} | {wl}{case} B={b} | {best} | {out[-1][1]:.3f} | {out[-1][2]:.3f} |")
+    out = _table(t, moved, variant)
     return out
 
 
 def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
-               max_batch: int | None = None, decode_only: bool = False) -> list[tuple]:
+               max_batch: int | None = None, decode_only: bool = False,
+               unmoved_too: bool = False) -> list[tuple]:
     """sieve-cp and the variant at every one-GPU point on every layer (``max_batch``: B <=
     that), every other PIM method where the two differ there (``decode_only``: at the decode
     points only, the colocated ones' prefills being the slow runs); the same table as
     :func:`compare`'s, of the points that differ, and the count below 0.99x the best other
-    for each."""
+    for each (``unmoved_too``: then the other methods at the points the variant left alone
+    as well, and sieve-cp's ratio there)."""
     from sieve.experiments.points import Point
 
     store = _store(store_dir)
@@ -154,18 +166,17 @@ def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
           + f", {n_moved} moved by {variant}"
           + (f" ({n_moved - len(moved)} colocated ones not compared)" if decode_only else "")
           + ":\n")
-    print(f"| preset | point | best other | sieve-cp | {variant} |")
-    print("|---|---|---|---|---|")
-    out = []
-    for k in moved:
-        d = t[k]
-        best = max(OTHERS, key=d.get)
-        preset, wl, coloc, n_pf, b = k
-        case = (" colocated" + (" (stress)" if n_pf else " (drawn)")) if coloc else ""
-        out.append((k, d["sieve-cp"] / d[best], d[variant] / d[best], best))
-        print(f"| {preset} | {wl}{case} B={b} | {best} | {out[-1][1]:.3f} | {out[-1][2]:.3f} |")
+    out = _table(t, moved, variant)
     print(f"\nOf the moved points below 0.99x the best other: sieve-cp "
           f"{sum(o[1] < 0.99 for o in out)}, {variant} {sum(o[2] < 0.99 for o in out)}.")
+    if unmoved_too:
+        same = [k for k, d in t.items() if d[variant] == d["sieve-cp"]
+                and not (decode_only and k[2])]
+        _run([Point(replace(p.config, method=m)) for p in base
+              if p.config.method == "sieve-cp" and _key(p.config) in same for m in OTHERS],
+             jobs, store, into=t)
+        print(f"\nThe {len(same)} points {variant} left alone, sieve-cp over the best other:\n")
+        out += _table(t, same, variant, both=False)
     return out
 
 
@@ -183,10 +194,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="sieve-cp and the variant at every one-GPU point on every layer")
     ap.add_argument("--decode-only", action="store_true",
                     help="with --all-layers: the other methods at the decode points only")
+    ap.add_argument("--unmoved-too", action="store_true",
+                    help="with --all-layers: the other methods also where the variant moved "
+                    "nothing")
     args = ap.parse_args(argv)
     if args.all_layers:
         all_layers(args.variant, args.jobs, args.store, max_batch=args.max_batch,
-                   decode_only=args.decode_only)
+                   decode_only=args.decode_only, unmoved_too=args.unmoved_too)
         return 0
     if args.unmoved:
         unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch)

@@ -528,35 +528,41 @@ def test_tbo_steps_table_from_a_record(tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 2 * len(mod.POINTS)  # nothing run again
 
 
-def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monkeypatch, capsys):
-    """benchmarks/tbo_variant.py (docs/schedulers.md, *Skips that run all on the GPU*): the
-    one-GPU two-batch-overlap points of --paper (30 a preset) for sieve-cp and the variant,
-    then every other PIM method at the points where the two differ, and each one's ratio to
-    the best other. The executor is stood in for (its runs are tested elsewhere)."""
+def _tbo_variant_with_fake_executor(monkeypatch, tput):
+    """benchmarks/tbo_variant.py with the executor stood in for (its runs are tested
+    elsewhere): each point's throughput is ``tput(config)``; (the module, the list of each
+    call's points)."""
     from types import SimpleNamespace
 
     from conftest import benchmark_module
 
     import sieve.experiments.executor as executor
 
-    mod = benchmark_module("tbo_variant")
     calls = []
-    rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
 
     def fake_execute(points, **kw):
         calls.append(list(points))
-        recs = []
-        for p in points:
-            c = p.config
-            t = rate.get(c.method, 97.0)
-            if c.method == "sieve-cp-pimskip" and c.workload == "math-500" and c.batch == 64 \
-                    and not c.colocated:
-                t = 101.0
-            recs.append(SimpleNamespace(result=SimpleNamespace(
-                row={"throughput_tok_s_gpu": t})))
-        return SimpleNamespace(records=recs)
+        return SimpleNamespace(records=[SimpleNamespace(result=SimpleNamespace(
+            row={"throughput_tok_s_gpu": tput(p.config)})) for p in points])
 
     monkeypatch.setattr(executor, "execute", fake_execute)
+    return benchmark_module("tbo_variant"), calls
+
+
+def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monkeypatch, capsys):
+    """benchmarks/tbo_variant.py (docs/schedulers.md, *Skips that run all on the GPU*): the
+    one-GPU two-batch-overlap points of --paper (30 a preset) for sieve-cp and the variant,
+    then every other PIM method at the points where the two differ, and each one's ratio to
+    the best other. The executor is stood in for (its runs are tested elsewhere)."""
+    rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
+
+    def tput(c):
+        if c.method == "sieve-cp-pimskip" and c.workload == "math-500" and c.batch == 64 \
+                and not c.colocated:
+            return 101.0
+        return rate.get(c.method, 97.0)
+
+    mod, calls = _tbo_variant_with_fake_executor(monkeypatch, tput)
     out = mod.compare("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",))
     first, second = calls[:2]
     assert len(first) == 2 * 30 and all(
@@ -585,31 +591,15 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
 def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monkeypatch, capsys):
     """tbo_variant.py --unmoved: the decode points (no colocated one) where sieve-cp and the
     variant are equal on the sample, both again on every layer, and those that differ there."""
-    from types import SimpleNamespace
+    def tput(c):
+        if c.method == "sieve-cp-pimskip" and c.batch in (8, 16) and c.layers is None \
+                and c.workload == "hh-rlhf":
+            return 99.0  # equal on the sample, apart on every layer
+        if c.method == "sieve-cp-pimskip" and c.batch == 64 and c.layers == 8:
+            return 98.0  # moved on the sample: not re-run
+        return 100.0
 
-    from conftest import benchmark_module
-
-    import sieve.experiments.executor as executor
-
-    mod = benchmark_module("tbo_variant")
-    calls = []
-
-    def fake_execute(points, **kw):
-        calls.append(list(points))
-        recs = []
-        for p in points:
-            c = p.config
-            t = 100.0
-            if c.method == "sieve-cp-pimskip" and c.batch in (8, 16) and c.layers is None \
-                    and c.workload == "hh-rlhf":
-                t = 99.0  # equal on the sample, apart on every layer
-            if c.method == "sieve-cp-pimskip" and c.batch == 64 and c.layers == 8:
-                t = 98.0  # moved on the sample: not re-run
-            recs.append(SimpleNamespace(result=SimpleNamespace(
-                row={"throughput_tok_s_gpu": t})))
-        return SimpleNamespace(records=recs)
-
-    monkeypatch.setattr(executor, "execute", fake_execute)
+    mod, calls = _tbo_variant_with_fake_executor(monkeypatch, tput)
     out = mod.unmoved("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",), max_batch=16)
     sample, every = calls
     assert sample and all(not p.config.colocated and p.config.batch <= 16
@@ -623,29 +613,14 @@ def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypa
     """tbo_variant.py --all-layers: sieve-cp and the variant at every one-GPU point on every
     layer (no sample first), every other PIM method where the two differ, and the count of
     those below 0.99x the best other for each."""
-    from types import SimpleNamespace
-
-    from conftest import benchmark_module
-
-    import sieve.experiments.executor as executor
-
-    mod = benchmark_module("tbo_variant")
-    calls = []
     rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
 
-    def fake_execute(points, **kw):
-        calls.append(list(points))
-        recs = []
-        for p in points:
-            c = p.config
-            t = rate.get(c.method, 99.5)
-            if c.method == "sieve-cp-look2" and c.batch == 8 and not c.colocated:
-                t = 98.0 if c.workload == "hh-rlhf" else 100.5
-            recs.append(SimpleNamespace(result=SimpleNamespace(
-                row={"throughput_tok_s_gpu": t})))
-        return SimpleNamespace(records=recs)
+    def tput(c):
+        if c.method == "sieve-cp-look2" and c.batch == 8 and not c.colocated:
+            return 98.0 if c.workload == "hh-rlhf" else 100.5
+        return rate.get(c.method, 99.5)
 
-    monkeypatch.setattr(executor, "execute", fake_execute)
+    mod, calls = _tbo_variant_with_fake_executor(monkeypatch, tput)
     out = mod.all_layers("sieve-cp-look2", 1, None, presets=("b200-hbm3e-pim",))
     first, second = calls
     assert len(first) == 2 * 30 and all(p.config.layers is None for p in first)
@@ -665,4 +640,11 @@ def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypa
     assert all(not k[2] for k, *_ in out) and len(out) == 18
     assert "30 moved by sieve-cp-look2 (12 colocated ones not compared)" in \
         capsys.readouterr().out
+    # --unmoved-too: the other methods where the variant moved nothing as well
+    del rate["sieve-cp-look2"]
+    calls.clear()
+    out = mod.all_layers("sieve-cp-look2", 1, None, presets=("b200-hbm3e-pim",),
+                         unmoved_too=True)
+    assert len(calls[2]) == 5 * 28 and len(out) == 30
+    assert "The 28 points sieve-cp-look2 left alone" in capsys.readouterr().out
 
