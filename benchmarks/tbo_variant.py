@@ -67,6 +67,16 @@ def _run(points, jobs: int, store, into: dict | None = None) -> dict[tuple, dict
     return t
 
 
+def _others(base, keys, jobs: int, store, t: dict) -> None:
+    """Every other PIM method at the points ``keys`` of ``base`` (sieve-cp's points stand for
+    them, at their own layers), added to ``t``."""
+    from sieve.experiments.points import Point
+
+    _run([Point(replace(p.config, method=m)) for p in base
+          if p.config.method == "sieve-cp" and _key(p.config) in keys for m in OTHERS],
+         jobs, store, into=t)
+
+
 def _store(store_dir: str | None):
     from sieve.experiments.store import RunStore
 
@@ -124,9 +134,7 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
     base = _points(variant, presets)
     t = _run(base, jobs, store)
     moved = [k for k, d in t.items() if d[variant] != d["sieve-cp"]]
-    _run([Point(replace(p.config, method=m)) for p in base
-          if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS],
-         jobs, store, into=t)
+    _others(base, moved, jobs, store, t)
     print(f"{len(t)} one-GPU two-batch-overlap points, {len(moved)} moved by {variant}\n")
     if every_layer:
         moved = [k for k in moved if max_batch is None or k[-1] <= max_batch]
@@ -135,8 +143,7 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
                   for m in ("sieve-cp", variant, *OTHERS)], jobs, store)
         print(f"The moved points on every layer ({len(moved)}"
               + (f", B <= {max_batch}" if max_batch is not None else "") + "):\n")
-    out = _table(t, moved, variant)
-    return out
+    return _table(t, moved, variant)
 
 
 def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
@@ -158,9 +165,7 @@ def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
     n_moved = len(moved)
     if decode_only:
         moved = [k for k in moved if not k[2]]
-    _run([Point(replace(p.config, method=m)) for p in base
-          if p.config.method == "sieve-cp" and _key(p.config) in moved for m in OTHERS],
-         jobs, store, into=t)
+    _others(base, moved, jobs, store, t)
     print(f"{len(t)} one-GPU two-batch-overlap points on every layer"
           + (f" (B <= {max_batch})" if max_batch is not None else "")
           + f", {n_moved} moved by {variant}"
@@ -172,9 +177,7 @@ def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
     if unmoved_too:
         same = [k for k, d in t.items() if d[variant] == d["sieve-cp"]
                 and not (decode_only and k[2])]
-        _run([Point(replace(p.config, method=m)) for p in base
-              if p.config.method == "sieve-cp" and _key(p.config) in same for m in OTHERS],
-             jobs, store, into=t)
+        _others(base, same, jobs, store, t)
         print(f"\nThe {len(same)} points {variant} left alone, sieve-cp over the best other:\n")
         out += _table(t, same, variant, both=False)
     return out
