@@ -21,6 +21,11 @@ two-batch-overlap ratio a few per cent off, so it can hide a point that moves); 
 table and how many of the moved points are below 0.99x for each (``--max-batch`` too;
 ``--decode-only``: the other methods at the moved decode points only; ``--unmoved-too``: the
 other methods also at the points the variant left alone, and sieve-cp's ratio there).
+``--all-models``: the sample's table over every point of the table instead (the eight- and
+four-GPU points of Qwen3.5-397B-A17B and gpt-oss-120b too, 66 a preset; a point other than
+Qwen3-30B-A3B on one B200 is named "preset model system"), for a variant that acts under
+expert parallelism (``sieve-cp-pooled``; docs/schedulers.md, *The load gate under expert
+parallelism*).
 ``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
 point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
 and the variant on every layer (``--max-batch`` too), and prints those that move there.
@@ -38,21 +43,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validate_methods import BASELINES as OTHERS  # noqa: E402
 from validate_methods import PRESETS  # noqa: E402
 
+#: The one-GPU points' model and system: their keys name the preset alone.
+ONE_GPU = ("qwen3-30b-a3b", "1xb200")
+
 
 def _key(c) -> tuple:
-    return (dict(c.system_overrides)["memory"], c.workload, c.colocated, c.n_prefill, c.batch)
+    where = dict(c.system_overrides)["memory"]
+    if (c.model, c.system) != ONE_GPU:
+        where = f"{where} {c.model} {c.system}"
+    return (where, c.workload, c.colocated, c.n_prefill, c.batch)
 
 
 def _points(variant: str, presets, decode_only: bool = False,
-            max_batch: int | None = None) -> list:
+            max_batch: int | None = None, all_models: bool = False) -> list:
     """sieve-cp's and the variant's one-GPU two-batch-overlap points of --paper on 8 sampled
-    layers (``decode_only``: no colocated point; ``max_batch``: B <= that)."""
+    layers (``decode_only``: no colocated point; ``max_batch``: B <= that; ``all_models``:
+    every model's points)."""
     from sieve.experiments.points import Point, paper_points
 
     return [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
             for pr in presets
             for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
-            if p.config.model == "qwen3-30b-a3b"
+            if (all_models or (p.config.model, p.config.system) == ONE_GPU)
             and not (decode_only and p.config.colocated)
             and (max_batch is None or p.config.batch <= max_batch)]
 
@@ -125,17 +137,20 @@ def _table(t: dict, keys: list, variant: str, both: bool = True) -> list[tuple]:
 
 
 def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
-            every_layer: bool = False, max_batch: int | None = None) -> list[tuple]:
+            every_layer: bool = False, max_batch: int | None = None,
+            all_models: bool = False) -> list[tuple]:
     """(point key, sieve-cp / best other, variant / best other, best other) per moved point
-    (``every_layer``: those of the moved points re-run on every layer)."""
+    (``every_layer``: those of the moved points re-run on every layer; ``all_models``: every
+    point of the table, not only the one-GPU ones)."""
     from sieve.experiments.points import Point
 
     store = _store(store_dir)
-    base = _points(variant, presets)
+    base = _points(variant, presets, all_models=all_models)
     t = _run(base, jobs, store)
     moved = [k for k, d in t.items() if d[variant] != d["sieve-cp"]]
     _others(base, moved, jobs, store, t)
-    print(f"{len(t)} one-GPU two-batch-overlap points, {len(moved)} moved by {variant}\n")
+    print(f"{len(t)} {'' if all_models else 'one-GPU '}two-batch-overlap points, {len(moved)} "
+          f"moved by {variant}\n")
     if every_layer:
         moved = [k for k in moved if max_batch is None or k[-1] <= max_batch]
         t = _run([Point(replace(p.config, method=m, layers=None)) for p in base
@@ -143,7 +158,11 @@ def compare(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
                   for m in ("sieve-cp", variant, *OTHERS)], jobs, store)
         print(f"The moved points on every layer ({len(moved)}"
               + (f", B <= {max_batch}" if max_batch is not None else "") + "):\n")
-    return _table(t, moved, variant)
+    out = _table(t, moved, variant)
+    print(f"\nOf the moved points below 0.99x the best other: sieve-cp "
+          f"{sum(o[1] < 0.99 for o in out)}, {variant} {sum(o[2] < 0.99 for o in out)}; "
+          f"{variant} up at {sum(o[2] > o[1] for o in out)}.")
+    return out
 
 
 def all_layers(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
@@ -191,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every-layer", action="store_true",
                     help="re-run the moved points on every layer")
     ap.add_argument("--max-batch", type=int, help="with --every-layer: only B <= this")
+    ap.add_argument("--all-models", action="store_true",
+                    help="every point of the table, the eight- and four-GPU ones too")
     ap.add_argument("--unmoved", action="store_true",
                     help="the decode points equal on the sample, on every layer")
     ap.add_argument("--all-layers", action="store_true",
@@ -209,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch)
         return 0
     compare(args.variant, args.jobs, args.store, every_layer=args.every_layer,
-            max_batch=args.max_batch)
+            max_batch=args.max_batch, all_models=args.all_models)
     return 0
 
 

@@ -648,3 +648,30 @@ def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypa
     assert len(calls[2]) == 5 * 28 and len(out) == 30
     assert "The 28 points sieve-cp-look2 left alone" in capsys.readouterr().out
 
+
+
+def test_tbo_variant_all_models_takes_every_point_of_the_table(monkeypatch, capsys):
+    """tbo_variant.py --all-models: sieve-cp and the variant at every point of the table (66
+    a preset: the eight- and four-GPU ones too, named by preset, model and system), the other
+    methods where the two differ, and the moved points' counts below 0.99x."""
+    rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
+
+    def tput(c):
+        if c.method == "sieve-cp-pooled" and c.model == "qwen3.5-397b-a17b" and c.batch == 16:
+            return 100.0 if c.workload == "hh-rlhf" else 98.0
+        return rate.get(c.method, 98.5)
+
+    mod, calls = _tbo_variant_with_fake_executor(monkeypatch, tput)
+    out = mod.compare("sieve-cp-pooled", 1, None, presets=("neupims-hbm2-pim",),
+                      all_models=True)
+    first, second = calls[:2]
+    assert len(first) == 2 * 66 and {p.config.system for p in first} == {
+        "1xb200", "4xb200", "8xb200"}
+    assert sorted(p.config.method for p in second) == sorted(2 * mod.OTHERS)
+    assert [(k[0], k[1], a, b) for k, a, b, _ in out] == [
+        ("neupims-hbm2-pim qwen3.5-397b-a17b 8xb200", "hh-rlhf", 0.985, 1.0),
+        ("neupims-hbm2-pim qwen3.5-397b-a17b 8xb200", "math-500", 0.985, 0.98)]
+    text = capsys.readouterr().out
+    assert "66 two-batch-overlap points, 2 moved by sieve-cp-pooled" in text
+    assert "below 0.99x the best other: sieve-cp 2, sieve-cp-pooled 1; sieve-cp-pooled up " \
+        "at 1." in text

@@ -80,6 +80,32 @@ def test_a_layer_without_evidence_borrows_the_gpus_latest_verdict_once():
     assert not z.skip("b")
 
 
+def test_load_gates_layer_none_and_pooled():
+    """The gate of a scheduled skip: "layer" takes it only at a load no larger than the
+    layer's own decision that did not pay; "none" at any load; "pooled" also up to the largest
+    load at which that layer did not pay on any GPU sharing the pool, below every load at
+    which it paid there. Other layers' verdicts never enter."""
+    layer, none = DecisionMemo(), DecisionMemo(gate="none")
+    for m in (layer, none):
+        m.record("L", 0.1, 1.0, load=4)
+    assert not layer.skip("L", 9) and layer.skip("L", 4)
+    assert none.skip("L", 10 ** 6)
+    pool: dict = {}
+    a, b = DecisionMemo(gate="pooled", pool=pool), DecisionMemo(gate="pooled", pool=pool)
+    a.record("L", 0.0, 1.0, load=10)  # GPU a: layer L did not pay at 10
+    a.record("M", 0.0, 1.0, load=30)  # another layer: says nothing of L
+    b.record("L", 0.2, 1.0, load=4)  # GPU b: did not pay at 4
+    assert b.load_bound("L") == 10.0 and b.skips_left("L") == 1
+    assert not b.skip("L", 11)  # above every load at which L did not pay
+    assert b.skip("L", 8)  # above b's own 4, within the pool's 10
+    b.record("L", 0.2, 1.0, load=4)
+    a.record("L", 3.0, 1.0, load=7)  # GPU a: L paid at 7, so only loads below 7 count
+    assert b.load_bound("L") == 4.0 and not b.skip("L", 5) and b.skip("L", 4)
+    assert DecisionMemo(gate="pooled").load_bound("L") == -float("inf")
+    with pytest.raises(ConfigError, match="gate 'gpu' unknown"):
+        DecisionMemo(gate="gpu")
+
+
 def test_max_skip_bounds_and_zero_never_skips():
     m = DecisionMemo(max_skip=2)
     assert _pattern(m, 0, [0.0] * 20, n=12) == "ds" + "dss" + "dss" + "dss" + "d"
@@ -258,3 +284,30 @@ def test_skip_memo_is_kept_per_micro_batch_where_skips_may_run_all_on_the_gpu(mo
     assert {k[1] for k in tbo} == {0, 1}
     assert all(isinstance(k, int) for k in keys("sieve-cp-pimskip"))
     assert all(isinstance(k, int) for k in keys("sieve-cp", overlap="none"))
+
+
+def test_expert_parallel_gates_under_two_batch_overlap():
+    """Qwen3.5-397B-A17B on eight B200s (NeuPIMs' preset) at B=16, two-batch overlap: the
+    inner layers' decisions save nothing, but a GPU's share of a layer swings from step to
+    step, so sieve-cp's per-layer load gate refuses about half of its scheduled skips and
+    almost no layer skips on every GPU. The pooled gate (one pool for every GPU's memo) skips
+    more and runs faster; no gate skips most and is fastest here (docs/schedulers.md, *The
+    load gate under expert parallelism*)."""
+    from sieve.model import get_model
+    from sieve.sched.methods import get_method
+    from sieve.system.step import SystemState
+
+    kw = dict(model="qwen3.5-397b-a17b", system="8xb200", batch=16, workload="hh-rlhf",
+              overlap="tbo", layers=4, steps=1, warmup=1,
+              system_overrides=(("memory", "neupims-hbm2-pim"),))
+    got = {}
+    for m in ("sieve-cp", "sieve-cp-pooled", "sieve-cp-nogate"):
+        r = simulate_run(RunConfig(method=m, **kw), keep_steps=True)
+        parts = r.steps[0].partitions
+        got[m] = (sum(p["decision_skipped"] for p in parts), r.row["throughput_tok_s_gpu"])
+    assert got["sieve-cp"][0] < got["sieve-cp-pooled"][0] <= got["sieve-cp-nogate"][0]
+    assert got["sieve-cp"][1] < got["sieve-cp-pooled"][1] < got["sieve-cp-nogate"][1]
+    assert [get_method(m).gate for m in got] == ["layer", "pooled", "none"]
+    cfg = RunConfig(method="sieve-cp-pooled", **kw)
+    memos = SystemState(get_model(cfg.model), cfg.resolve_system(), cfg.options()).memos
+    assert len(memos) == 8 and all(m.pool is memos[0].pool for m in memos)

@@ -23,6 +23,18 @@ keep a skip from hiding a decision that would pay:
 * the estimate itself: before the runtime cost table has observed any PIM time the method's
   saving is the roofline's, not evidence, and ``sieve-cp`` reports none (no skips follow).
 
+The load gate (``gate``, :data:`GATES`): "layer" is the rule above; "none" takes a scheduled
+skip at any load (``sieve-cp-nogate``, the ablation); "pooled" also takes it at a load up to
+the largest at which a decision of the same layer did not pay on any GPU whose memo shares the
+``pool`` (the step gives every GPU's memo one pool), below every load at which one of that
+layer paid on any of them (``sieve-cp-pooled``). Under expert parallelism the combine waits
+for every GPU, so a layer saves its decision time only where all of its GPUs skip, and each
+GPU's own gate, met by about half of the loads when the shares swing from step to step, lets
+almost no layer skip on every GPU (docs/schedulers.md, *The load gate under expert
+parallelism*). A pooled verdict needs each GPU to know the others' verdicts on the layer: two
+loads per layer and GPU, which sieve takes as riding on the all-gather of the token counts the
+decisions already wait for (seed §6.1), at no charge.
+
 A layer whose decisions were all made on no evidence (the first layer a run simulates: its
 only decision came before any PIM time was observed) borrows, once, the GPU's latest verdict
 made on evidence: if that decision did not pay and this layer's load is no larger than its,
@@ -49,29 +61,43 @@ comparison. This module holds the bookkeeping only; the step simulator
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 from sieve.errors import ConfigError
 
-__all__ = ["MAX_SKIP", "DecisionMemo"]
+__all__ = ["GATES", "MAX_SKIP", "DecisionMemo"]
 
 #: Most decisions of one layer skipped in a row (⚠ our choice, no source: 8 skipped decisions
 #: are 8 steps of decode, a few ms, before a grown load is seen; in the steady state where
 #: deciding never pays, 1 decision in 9 is still paid).
 MAX_SKIP = 8
 
+#: The load gate of a scheduled skip (:class:`DecisionMemo`): "layer" (no larger than at the
+#: layer's decision that did not pay), "none" (no gate), "pooled" (also up to
+#: :meth:`DecisionMemo.load_bound` over the decisions of every memo sharing the pool).
+GATES = ("layer", "none", "pooled")
+
 
 class DecisionMemo:
     """Per-layer skip state of one GPU's scheduler (module docstring). Keys are any hashable
     layer id; unknown keys decide."""
 
-    __slots__ = ("max_skip", "_state", "_load", "_informed", "_borrowed", "_last", "_split")
+    __slots__ = ("max_skip", "gate", "pool", "_state", "_load", "_informed", "_borrowed",
+                 "_last", "_split")
 
-    def __init__(self, max_skip: int = MAX_SKIP):
+    def __init__(self, max_skip: int = MAX_SKIP, gate: str = "layer",
+                 pool: dict | None = None):
         if isinstance(max_skip, bool) or not isinstance(max_skip, int) or max_skip < 0:
             raise ConfigError(f"decision memo: max_skip must be an integer >= 0, got "
                               f"{max_skip!r}")
+        if gate not in GATES:
+            raise ConfigError(f"decision memo: gate {gate!r} unknown (known: "
+                              f"{', '.join(GATES)})")
         self.max_skip = max_skip
+        self.gate = gate
+        # "pooled": (layer key, paid) -> loads, shared by the memos of the GPUs given it
+        self.pool = {} if pool is None else pool
         self._state: dict[Hashable, list[int]] = {}  # key -> [skips left, last backoff]
         self._load: dict[Hashable, float] = {}  # key -> load of the decision that did not pay
         self._informed: set = set()  # keys with a decision made on evidence
@@ -96,10 +122,17 @@ class DecisionMemo:
         if s is None or s[0] == 0:
             return False
         then = self._load.get(key)
-        if load is not None and then is not None and load > then:
+        if (self.gate != "none" and load is not None and then is not None and load > then
+                and not (self.gate == "pooled" and load <= self.load_bound(key))):
             return False
         s[0] -= 1
         return True
+
+    def load_bound(self, key: Hashable) -> float:
+        """The largest load at which a decision of layer ``key`` in the pool (any GPU sharing
+        it) did not pay, below every load at which one of that layer paid (-inf: none)."""
+        cap = min(self.pool.get((key, True), ()), default=math.inf)
+        return max((x for x in self.pool.get((key, False), ()) if x < cap), default=-math.inf)
 
     def split(self, key: Hashable) -> str:
         """What a skipped decision of layer ``key`` runs: "pim" (the method's starting split)
@@ -120,6 +153,8 @@ class DecisionMemo:
             self._informed.add(key)
             self._last = (bool(gain_ns < cost_ns), None if load is None else float(load),
                           split)
+            if load is not None and self.gate == "pooled":
+                self.pool.setdefault((key, not gain_ns < cost_ns), set()).add(float(load))
         if gain_ns is None or not gain_ns < cost_ns:  # pays (or no estimate): decide again
             s[0] = s[1] = 0
             self._load.pop(key, None)

@@ -63,7 +63,8 @@ class Method:
     micro-batch (:class:`sieve.sched.partition.LayerLoad` ``static_ties`` and the memo's key,
     set by the step); ``look_layers``: under two-batch overlap its look rates a split to the
     decisions that many sampled layers on (1: the next ones), while what a decision saves,
-    for the skip rule, is still rated to the next ones (``LayerLoad.saving_lookahead``)."""
+    for the skip rule, is still rated to the next ones (``LayerLoad.saving_lookahead``);
+    ``gate``: the load gate of its scheduled skips (:data:`sieve.sched.amortize.GATES`)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -75,6 +76,7 @@ class Method:
     start: Callable[..., Partition] | None = None
     skip_gpu: bool = False
     look_layers: int = 1
+    gate: str = "layer"
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -106,6 +108,10 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve-cp-look2", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_layers=2,
            doc="sieve-cp whose look (two-batch overlap) rates a split to the decisions two "
            "layers on; its savings, for skipping, still to the next ones"),
+    Method("sieve-cp-nogate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="none",
+           doc="sieve-cp whose scheduled skips are taken whatever the layer's load"),
+    Method("sieve-cp-pooled", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="pooled",
+           doc="sieve-cp whose skips pool the loads that did not pay over the GPUs"),
     Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start,
            doc="sieve-cp whose skips always run all on PIM and whose look breaks ties toward "
            "the scan's split (under two-batch overlap on one GPU; elsewhere sieve-cp)"),

@@ -316,8 +316,9 @@ class SystemState:
         # decision put on the GPU (inf: none), for the other micro-batch's look (OWN_RATIO)
         self.last_thr: dict[tuple[int, int], float] = {}
         # a method that skips decisions that do not pay: each GPU's per-layer skip state
-        self.memos = ([DecisionMemo() for _ in range(n_sim)] if meth.start is not None
-                      else None)
+        pool: dict = {}  # (gate "pooled": shared by every GPU's memo)
+        self.memos = ([DecisionMemo(gate=meth.gate, pool=pool) for _ in range(n_sim)]
+                      if meth.start is not None else None)
         self._pending: list[list] = [[] for _ in range(n_sim)]
         self._seq = 0
         self.now_ns = 0.0
