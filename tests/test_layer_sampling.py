@@ -649,7 +649,6 @@ def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypa
     assert "The 28 points sieve-cp-look2 left alone" in capsys.readouterr().out
 
 
-
 def test_tbo_variant_all_models_takes_every_point_of_the_table(monkeypatch, capsys):
     """tbo_variant.py --all-models: sieve-cp and the variant at every point of the table (66
     a preset: the eight- and four-GPU ones too, named by preset, model and system), the other
