@@ -24,8 +24,8 @@ other methods also at the points the variant left alone, and sieve-cp's ratio th
 ``--all-models``: the sample's table over every point of the table instead (the eight- and
 four-GPU points of Qwen3.5-397B-A17B and gpt-oss-120b too, 66 a preset; a point other than
 Qwen3-30B-A3B on one B200 is named "preset model system"), for a variant that acts under
-expert parallelism (``sieve-cp-pooled``; docs/schedulers.md, *The load gate under expert
-parallelism*).
+expert parallelism (``sieve-cp-layergate``, ``sieve-cp-nogate``; docs/schedulers.md, *The load
+gate under expert parallelism*).
 ``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
 point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
 and the variant on every layer (``--max-batch`` too), and prints those that move there.

@@ -656,12 +656,12 @@ def test_tbo_variant_all_models_takes_every_point_of_the_table(monkeypatch, caps
     rate = {"noexp": 100.0, "allexp": 60.0, "pimoe": 55.0, "duplex": 90.0, "sieve": 80.0}
 
     def tput(c):
-        if c.method == "sieve-cp-pooled" and c.model == "qwen3.5-397b-a17b" and c.batch == 16:
+        if c.method == "sieve-cp-layergate" and c.model == "qwen3.5-397b-a17b" and c.batch == 16:
             return 100.0 if c.workload == "hh-rlhf" else 98.0
         return rate.get(c.method, 98.5)
 
     mod, calls = _tbo_variant_with_fake_executor(monkeypatch, tput)
-    out = mod.compare("sieve-cp-pooled", 1, None, presets=("neupims-hbm2-pim",),
+    out = mod.compare("sieve-cp-layergate", 1, None, presets=("neupims-hbm2-pim",),
                       all_models=True)
     first, second = calls[:2]
     assert len(first) == 2 * 66 and {p.config.system for p in first} == {
@@ -671,6 +671,6 @@ def test_tbo_variant_all_models_takes_every_point_of_the_table(monkeypatch, caps
         ("neupims-hbm2-pim qwen3.5-397b-a17b 8xb200", "hh-rlhf", 0.985, 1.0),
         ("neupims-hbm2-pim qwen3.5-397b-a17b 8xb200", "math-500", 0.985, 0.98)]
     text = capsys.readouterr().out
-    assert "66 two-batch-overlap points, 2 moved by sieve-cp-pooled" in text
-    assert "below 0.99x the best other: sieve-cp 2, sieve-cp-pooled 1; sieve-cp-pooled up " \
+    assert "66 two-batch-overlap points, 2 moved by sieve-cp-layergate" in text
+    assert "below 0.99x the best other: sieve-cp 2, sieve-cp-layergate 1; sieve-cp-layergate up " \
         "at 1." in text

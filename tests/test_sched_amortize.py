@@ -289,10 +289,11 @@ def test_skip_memo_is_kept_per_micro_batch_where_skips_may_run_all_on_the_gpu(mo
 def test_expert_parallel_gates_under_two_batch_overlap():
     """Qwen3.5-397B-A17B on eight B200s (NeuPIMs' preset) at B=16, two-batch overlap: the
     inner layers' decisions save nothing, but a GPU's share of a layer swings from step to
-    step, so sieve-cp's per-layer load gate refuses about half of its scheduled skips and
-    almost no layer skips on every GPU. The pooled gate (one pool for every GPU's memo) skips
-    more and runs faster; no gate skips most and is fastest here (docs/schedulers.md, *The
-    load gate under expert parallelism*)."""
+    step, so a per-GPU load gate (sieve-cp-layergate, sieve-cp's before the thirty-fourth
+    session) refuses about half of its scheduled skips and almost no layer skips on every GPU.
+    sieve-cp's pooled gate (one pool for every GPU's memo) skips more and runs faster; no gate
+    skips most and is fastest here (docs/schedulers.md, *The load gate under expert
+    parallelism*)."""
     from sieve.model import get_model
     from sieve.sched.methods import get_method
     from sieve.system.step import SystemState
@@ -301,13 +302,13 @@ def test_expert_parallel_gates_under_two_batch_overlap():
               overlap="tbo", layers=4, steps=1, warmup=1,
               system_overrides=(("memory", "neupims-hbm2-pim"),))
     got = {}
-    for m in ("sieve-cp", "sieve-cp-pooled", "sieve-cp-nogate"):
+    for m in ("sieve-cp-layergate", "sieve-cp", "sieve-cp-nogate"):
         r = simulate_run(RunConfig(method=m, **kw), keep_steps=True)
         parts = r.steps[0].partitions
         got[m] = (sum(p["decision_skipped"] for p in parts), r.row["throughput_tok_s_gpu"])
-    assert got["sieve-cp"][0] < got["sieve-cp-pooled"][0] <= got["sieve-cp-nogate"][0]
-    assert got["sieve-cp"][1] < got["sieve-cp-pooled"][1] < got["sieve-cp-nogate"][1]
+    assert got["sieve-cp-layergate"][0] < got["sieve-cp"][0] <= got["sieve-cp-nogate"][0]
+    assert got["sieve-cp-layergate"][1] < got["sieve-cp"][1] < got["sieve-cp-nogate"][1]
     assert [get_method(m).gate for m in got] == ["layer", "pooled", "none"]
-    cfg = RunConfig(method="sieve-cp-pooled", **kw)
+    cfg = RunConfig(method="sieve-cp", **kw)
     memos = SystemState(get_model(cfg.model), cfg.resolve_system(), cfg.options()).memos
     assert len(memos) == 8 and all(m.pool is memos[0].pool for m in memos)

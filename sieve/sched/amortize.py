@@ -17,17 +17,20 @@ keep a skip from hiding a decision that would pay:
 
 * the layer's load: a skip is taken only while the layer brings no more token-expert pairs to
   this GPU than at the decision that did not pay (known when the step builds the layer, from
-  the routing's counts); a larger load is decided. Under expert parallelism a GPU's share of a
+  the routing's counts); a larger load is decided (the gate "layer"; sieve-cp's gate pools
+  this bound over the GPUs, below). Under expert parallelism a GPU's share of a
   layer swings from one expert with one token (nothing to gain) to a dozen tokens (several us
   to gain) between steps;
 * the estimate itself: before the runtime cost table has observed any PIM time the method's
   saving is the roofline's, not evidence, and ``sieve-cp`` reports none (no skips follow).
 
-The load gate (``gate``, :data:`GATES`): "layer" is the rule above; "none" takes a scheduled
-skip at any load (``sieve-cp-nogate``, the ablation); "pooled" also takes it at a load up to
-the largest at which a decision of the same layer did not pay on any GPU whose memo shares the
+The load gate (``gate``, :data:`GATES`): "layer" is the rule above (``sieve-cp-layergate``,
+sieve-cp's gate before the thirty-fourth session); "none" takes a scheduled skip at any load
+(``sieve-cp-nogate``, the ablation); "pooled", sieve-cp's, also takes it at a load up to the
+largest at which a decision of the same layer did not pay on any GPU whose memo shares the
 ``pool`` (the step gives every GPU's memo one pool), below every load at which one of that
-layer paid on any of them (``sieve-cp-pooled``). Under expert parallelism the combine waits
+layer paid on any of them. On one GPU the two gates have given the same result at every point
+measured. Under expert parallelism the combine waits
 for every GPU, so a layer saves its decision time only where all of its GPUs skip, and each
 GPU's own gate, met by about half of the loads when the shares swing from step to step, lets
 almost no layer skip on every GPU (docs/schedulers.md, *The load gate under expert

@@ -25,7 +25,11 @@ exact ties toward a static split and, where its decision put every expert on the
 that decision as saving nothing and runs the same split without deciding while it does not
 pay (``skip_gpu``); ``sieve-cp-pimskip`` is sieve-cp without that (ties to the scan's split,
 skips always all on PIM): the method as it was before the thirty-first session
-(docs/schedulers.md, "Skips that run all on the GPU").
+(docs/schedulers.md, "Skips that run all on the GPU"). A skip is taken at a load up to the
+largest at which a decision of the layer did not pay on any GPU (``Method.gate`` "pooled");
+``sieve-cp-layergate`` gates it by this GPU's load at the layer's last such decision (sieve-cp's
+gate before the thirty-fourth session) and ``sieve-cp-nogate`` not at all (docs/schedulers.md,
+"The load gate under expert parallelism").
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
@@ -64,7 +68,8 @@ class Method:
     set by the step); ``look_layers``: under two-batch overlap its look rates a split to the
     decisions that many sampled layers on (1: the next ones), while what a decision saves,
     for the skip rule, is still rated to the next ones (``LayerLoad.saving_lookahead``);
-    ``gate``: the load gate of its scheduled skips (:data:`sieve.sched.amortize.GATES`)."""
+    ``gate``: the load gate of its scheduled skips (:data:`sieve.sched.amortize.GATES`;
+    "pooled", sieve-cp's since 2026-12-07, the thirty-fourth session)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -76,7 +81,7 @@ class Method:
     start: Callable[..., Partition] | None = None
     skip_gpu: bool = False
     look_layers: int = 1
-    gate: str = "layer"
+    gate: str = "pooled"
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -110,8 +115,9 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
            "layers on; its savings, for skipping, still to the next ones"),
     Method("sieve-cp-nogate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="none",
            doc="sieve-cp whose scheduled skips are taken whatever the layer's load"),
-    Method("sieve-cp-pooled", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="pooled",
-           doc="sieve-cp whose skips pool the loads that did not pay over the GPUs"),
+    Method("sieve-cp-layergate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="layer",
+           doc="sieve-cp whose skips are gated by this GPU's own load at the layer's last "
+           "decision that did not pay (sieve-cp's gate before the thirty-fourth session)"),
     Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start,
            doc="sieve-cp whose skips always run all on PIM and whose look breaks ties toward "
            "the scan's split (under two-batch overlap on one GPU; elsewhere sieve-cp)"),
