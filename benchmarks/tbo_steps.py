@@ -17,7 +17,9 @@ for a steady state of many steps, which one measured step shows only in part).
 ``--out`` appends one JSON line per run (a resumable record: runs already in it are not run
 again). ``--one-gpu`` runs only the one-GPU points (Qwen3-30B-A3B on one B200): for a change of
 sieve-cp that acts only where no other GPU's decision enters its look (``skip_gpu``,
-docs/schedulers.md), under which the two eight-GPU points cannot move.
+docs/schedulers.md), under which the two eight-GPU points cannot move. ``--multi-gpu`` runs only
+the two eight-GPU points: for a change that acts only under expert parallelism (the skip rule's
+pooled load gate, docs/schedulers.md, *The load gate under expert parallelism*).
 """
 
 from __future__ import annotations
@@ -82,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=5, help="measured steps (default 5)")
     ap.add_argument("--jobs", type=int, default=1, help="processes")
     ap.add_argument("--out", type=Path, help="JSON lines record (resumable)")
-    ap.add_argument("--one-gpu", action="store_true", help="only the one-GPU points")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--one-gpu", action="store_true", help="only the one-GPU points")
+    which.add_argument("--multi-gpu", action="store_true", help="only the eight-GPU points")
     args = ap.parse_args(argv)
-    points = [p for p in POINTS if not args.one_gpu or p[1] == Q3]
+    points = [p for p in POINTS if not (args.one_gpu and p[1] != Q3)
+              and not (args.multi_gpu and p[1] == Q3)]
     if args.steps < 1 or args.jobs < 1:
         ap.error("--steps and --jobs must be at least 1")
     done: dict[tuple, dict] = {}

@@ -526,6 +526,10 @@ def test_tbo_steps_table_from_a_record(tmp_path, capsys):
     n = len(mod.POINTS)
     assert f"{n} points; at 0.99x or above over all steps: {n - 1}." in text
     assert len(out.read_text().splitlines()) == 2 * len(mod.POINTS)  # nothing run again
+    assert mod.main(["--steps", "2", "--out", str(out), "--multi-gpu"]) == 0
+    text = capsys.readouterr().out
+    assert "2 points; at 0.99x or above over all steps: 2." in text
+    assert "qwen3.5-397b-a17b 8xb200 hh-rlhf B=16" in text and "1xb200" not in text
 
 
 def _tbo_variant_with_fake_executor(monkeypatch, tput):
