@@ -28,7 +28,8 @@ expert parallelism (``sieve-cp-layergate``, ``sieve-cp-nogate``; docs/schedulers
 gate under expert parallelism*).
 ``--unmoved``: instead, the points that did not move on the sample (decode only: a colocated
 point's micro-batches are unlike, where a ``skip_gpu`` variant is sieve-cp to the digit), sieve-cp
-and the variant on every layer (``--max-batch`` too), and prints those that move there.
+and the variant on every layer (``--max-batch`` and ``--all-models`` too), and prints those that
+move there.
 """
 
 from __future__ import annotations
@@ -96,13 +97,15 @@ def _store(store_dir: str | None):
 
 
 def unmoved(variant: str, jobs: int, store_dir: str | None, presets=PRESETS,
-            max_batch: int | None = None) -> list[tuple]:
+            max_batch: int | None = None, all_models: bool = False) -> list[tuple]:
     """The decode points where sieve-cp and the variant are equal on 8 sampled layers, both
-    re-run on every layer: (point key, sieve-cp, variant) per point where they differ there."""
+    re-run on every layer: (point key, sieve-cp, variant) per point where they differ there
+    (``all_models``: every model's points, not only the one-GPU ones)."""
     from sieve.experiments.points import Point
 
     store = _store(store_dir)
-    base = _points(variant, presets, decode_only=True, max_batch=max_batch)
+    base = _points(variant, presets, decode_only=True, max_batch=max_batch,
+                   all_models=all_models)
     t = _run(base, jobs, store)
     same = [k for k, d in t.items() if d[variant] == d["sieve-cp"]]
     e = _run([Point(replace(p.config, layers=None)) for p in base if _key(p.config) in same],
@@ -227,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                    decode_only=args.decode_only, unmoved_too=args.unmoved_too)
         return 0
     if args.unmoved:
-        unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch)
+        unmoved(args.variant, args.jobs, args.store, max_batch=args.max_batch,
+                all_models=args.all_models)
         return 0
     compare(args.variant, args.jobs, args.store, every_layer=args.every_layer,
             max_batch=args.max_batch, all_models=args.all_models)

@@ -611,6 +611,14 @@ def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monke
     assert len(every) == len(sample) and all(p.config.layers is None for p in every)
     assert [(k[1], k[-1]) for k, _, _ in out] == [("hh-rlhf", 8), ("hh-rlhf", 16)]
     assert "on every layer 2 differ" in capsys.readouterr().out
+    # --all-models: the four- and eight-GPU decode points too, named by preset, model, system
+    calls.clear()
+    out = mod.unmoved("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",), max_batch=16,
+                      all_models=True)
+    assert {p.config.system for p in calls[0]} == {"1xb200", "4xb200", "8xb200"}
+    assert len(calls[1]) == len(calls[0])
+    assert ("b200-hbm3e-pim gpt-oss-120b 4xb200", "hh-rlhf", 8) in {
+        (k[0], k[1], k[-1]) for k, _, _ in out}
 
 
 def test_tbo_variant_all_layers_runs_every_one_gpu_point_on_every_layer(monkeypatch, capsys):
