@@ -30,13 +30,13 @@ sieve-cp's gate before the thirty-fourth session); "none" takes a scheduled skip
 largest at which a decision of the same layer did not pay on any GPU whose memo shares the
 ``pool`` (the step gives every GPU's memo one pool), below every load at which one of that
 layer paid on any of them. On one GPU the two gates have given the same result at every point
-measured. Under expert parallelism the combine waits
-for every GPU, so a layer saves its decision time only where all of its GPUs skip, and each
-GPU's own gate, met by about half of the loads when the shares swing from step to step, lets
-almost no layer skip on every GPU (docs/schedulers.md, *The load gate under expert
-parallelism*). A pooled verdict needs each GPU to know the others' verdicts on the layer: two
-loads per layer and GPU, which sieve takes as riding on the all-gather of the token counts the
-decisions already wait for (seed §6.1), at no charge.
+measured. Under expert parallelism the combine waits for every GPU, so a layer saves its
+decision time only where all of its GPUs skip, and each GPU's own gate, met by about half of
+the loads when the shares swing from step to step, lets almost no layer skip on every GPU
+(docs/schedulers.md, *The load gate under expert parallelism*). A pooled verdict needs each
+GPU to know the others' verdicts on the layer: two loads per layer and GPU, which sieve takes
+as riding on the all-gather of the token counts the decisions already wait for (seed §6.1),
+at no charge.
 
 A layer whose decisions were all made on no evidence (the first layer a run simulates: its
 only decision came before any PIM time was observed) borrows, once, the GPU's latest verdict

@@ -25,11 +25,11 @@ exact ties toward a static split and, where its decision put every expert on the
 that decision as saving nothing and runs the same split without deciding while it does not
 pay (``skip_gpu``); ``sieve-cp-pimskip`` is sieve-cp without that (ties to the scan's split,
 skips always all on PIM): the method as it was before the thirty-first session but for the
-load gate (docs/schedulers.md, "Skips that run all on the GPU"). A skip is taken at a load up to the
-largest at which a decision of the layer did not pay on any GPU (``Method.gate`` "pooled");
-``sieve-cp-layergate`` gates it by this GPU's load at the layer's last such decision (sieve-cp's
-gate before the thirty-fourth session) and ``sieve-cp-nogate`` not at all (docs/schedulers.md,
-"The load gate under expert parallelism").
+load gate (docs/schedulers.md, "Skips that run all on the GPU"). A skip is taken at a load up
+to the largest at which a decision of the layer did not pay on any GPU (``Method.gate``
+"pooled"); ``sieve-cp-layergate`` gates it by this GPU's load at the layer's last such
+decision (sieve-cp's gate before the thirty-fourth session) and ``sieve-cp-nogate`` not at all
+(docs/schedulers.md, "The load gate under expert parallelism").
 
 :func:`get_method` looks a name up with one clear error listing the valid names.
 """
