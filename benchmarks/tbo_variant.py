@@ -2,17 +2,17 @@
 --paper`, on each PIM preset, and every other PIM method at the points where it moved.
 
 The one-GPU points are Qwen3-30B-A3B on one B200 (both datasets, the drawn and the stress
-colocated cases: 30 a preset), on 8 sampled layers with one warm-up and one measured step, as
-docs/validation.md's table (*sieve-cp against every PIM method*). A variant that differs from
-sieve-cp only where no other GPU's decision enters its look (``sieve-cp-pimskip``) leaves the
-table's multi-GPU points as they are; this script finds which one-GPU points it moves and
-prints, for each, sieve-cp's and the variant's ratio to the best other PIM method
-(docs/schedulers.md, *Skips that run all on the GPU*).
+colocated cases: 30 a preset), on the two-batch-overlap default's sampled layers (16) with one
+warm-up and one measured step, as docs/validation.md's table (*sieve-cp against every PIM
+method*). A variant that differs from sieve-cp only where no other GPU's decision enters its
+look (``sieve-cp-pimskip``) leaves the table's multi-GPU points as they are; this script finds
+which one-GPU points it moves and prints, for each, sieve-cp's and the variant's ratio to the
+best other PIM method (docs/schedulers.md, *Skips that run all on the GPU*).
 
     python benchmarks/tbo_variant.py --variant sieve-cp-pimskip --jobs 2 [--store DIR]
 
 ``--every-layer``: the moved points again on every layer (sieve-cp, the variant and every
-other PIM method), since 8 sampled layers can put a two-batch-overlap ratio a few per cent off
+other PIM method), since a sample of layers can put a two-batch-overlap ratio a few per cent off
 (docs/system.md §1); prints the same table from those runs. ``--max-batch N``: only the moved
 points with B <= N (a point at B = 128 takes about a minute per method on every layer).
 ``--all-layers``: instead, sieve-cp and the variant at every one-GPU point on every layer, and
@@ -57,14 +57,16 @@ def _key(c) -> tuple:
 
 def _points(variant: str, presets, decode_only: bool = False,
             max_batch: int | None = None, all_models: bool = False) -> list:
-    """sieve-cp's and the variant's one-GPU two-batch-overlap points of --paper on 8 sampled
-    layers (``decode_only``: no colocated point; ``max_batch``: B <= that; ``all_models``:
-    every model's points)."""
+    """sieve-cp's and the variant's one-GPU two-batch-overlap points of --paper on the sampled
+    layers of validate_methods.py's table (``decode_only``: no colocated point; ``max_batch``:
+    B <= that; ``all_models``: every model's points)."""
     from sieve.experiments.points import Point, paper_points
+    from sieve.system.step import sampled_layers_default
 
+    layers = sampled_layers_default(1, "tbo")  # as validate_methods.py's table
     return [Point(replace(p.config, overlap="tbo", system_overrides=(("memory", pr),)))
             for pr in presets
-            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=8)
+            for p in paper_points(["sieve-cp", variant], steps=1, warmup=1, layers=layers)
             if (all_models or (p.config.model, p.config.system) == ONE_GPU)
             and not (decode_only and p.config.colocated)
             and (max_batch is None or p.config.batch <= max_batch)]

@@ -179,7 +179,7 @@ def sieve_cp(jobs, store_dir, overlaps=("none", "tbo"), kept: str = "") -> str:
             lines += line
             worst_lines += worst
             continue
-        # the layers `sieve run` samples in this mode (4 sequential, 8 with two micro-batches)
+        # the layers `sieve run` samples in this mode (step.SAMPLED_LAYERS)
         pts = paper_points(methods, steps=1, warmup=1,
                            layers=sampled_layers_default(1, overlap))
         pts = [Point(replace(p.config, overlap=overlap,
@@ -224,7 +224,8 @@ def sieve_cp(jobs, store_dir, overlaps=("none", "tbo"), kept: str = "") -> str:
         "Every point of `sieve run --paper` (three models on their seed systems over B = 1..256 "
         "on HH-RLHF and MATH-500, Qwen3-30B-A3B's colocated batches drawn and stress; 1 "
         "measured step after 1 warm-up, 4 sampled layers, seed 0) for every PIM preset, in "
-        "the sequential mode and under two-batch overlap (8 sampled layers). Ratio = sieve-cp's "
+        "the sequential mode and under two-batch overlap "
+        f"({sampled_layers_default(1, 'tbo')} sampled layers). Ratio = sieve-cp's "
         "throughput per GPU over the best of NoExp, AllExp, PIMoE, Duplex and the seed's Sieve "
         "at the same point (GPU-only is not a PIM method: it keeps attention on the GPU). "
         "Each case's rows come from one run; `--overlap none` or `--overlap tbo` re-runs the "

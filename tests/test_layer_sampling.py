@@ -240,8 +240,8 @@ def test_sequential_sample_misses_layers_timed_by_their_neighbours():
 
 def test_default_sample_size():
     assert sampled_layers_default(1, "none") == SAMPLED_LAYERS[0] == 4
-    assert sampled_layers_default(2, "none") == sampled_layers_default(2, "tbo") == 8
-    assert sampled_layers_default(1, "tbo") == 8  # tbo implies two micro-batches
+    assert sampled_layers_default(2, "none") == sampled_layers_default(2, "tbo") == 16
+    assert sampled_layers_default(1, "tbo") == 16  # tbo implies two micro-batches
 
 
 @pytest.mark.slow
