@@ -43,6 +43,19 @@ other method per point, without a sampled store to choose the points from.
 
     python benchmarks/tbo_layer_sampling.py --setup gpt-oss-120b --min-batch 64 --jobs 2 \\
         --store /tmp/every
+
+``--resample VSTORE``: instead, every two-batch-overlap point of that store that was run on
+every layer with every PIM method (by ``--below``, ``--setup`` or ``tbo_variant.py`` with the
+same ``--store``), each method again on each of ``--layers K[,K]`` sampled layers (default
+8,16) through the executor: per sample size the worker CPU time of its runs (a run reused
+from ``--store`` counts the time it took when it ran), each method's throughput
+error and sieve-cp's ratio error against every layer (rms and largest), the points below 0.99x
+both ways, and the ratio per point. The points are the ones someone chose to run on every
+layer (mostly the sample's lowest ratios), so the sample they were chosen on looks worse on
+them than on a random point.
+
+    python benchmarks/tbo_layer_sampling.py --resample /tmp/vstore --layers 8,16 --jobs 2 \\
+        --store /tmp/resample
 """
 
 from __future__ import annotations
@@ -241,6 +254,79 @@ def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
               f"{100 * np.sqrt((d ** 2).mean()):.2f} %, max |{100 * np.abs(d).max():.2f}| %")
 
 
+def _store_runs(vstore: str) -> tuple[dict, dict]:
+    """The two-batch-overlap runs of a ``validate_methods.py`` store with decisions charged,
+    sampled or on every layer: ``{point key: {(method, layers): tok/s/GPU}}`` and
+    ``{point key: {method: a RunConfig of it}}``."""
+    import glob
+    import json
+    from collections import defaultdict
+
+    tput, cfgs = defaultdict(dict), defaultdict(dict)
+    for f in sorted(glob.glob(f"{vstore}/runs/*.json")):
+        with open(f) as fh:
+            d = json.load(fh)
+        if d.get("format") != "sieve-run-record":
+            continue
+        c = RunConfig.from_dict(d["point"]["run"])
+        if c.overlap != "tbo" or c.scheduler_ns is not None:
+            continue
+        key = _point_key(c)
+        tput[key][(c.method, c.layers)] = d["row"]["throughput_tok_s_gpu"]
+        cfgs[key][c.method] = c
+    return tput, cfgs
+
+
+def resample(vstore: str, ks: list[int], jobs: int, store_dir: str | None) -> None:
+    """Every two-batch-overlap point of a store that was run on every layer with every PIM
+    method, each method again on each of ``ks`` sampled layers (module doc, ``--resample``)."""
+    from dataclasses import replace
+
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point
+    from sieve.experiments.store import RunStore
+
+    methods, others = _pim_methods()
+    stored, cfgs = _store_runs(vstore)
+    keys = sorted(k for k, t in stored.items() if all((m, None) in t for m in methods))
+    if not keys:
+        raise SystemExit(f"tbo_layer_sampling: no point of {vstore}/runs has every method on "
+                         "every layer")
+    pts = [Point(replace(cfgs[key][m], layers=k)) for k in ks for key in keys for m in methods]
+    recs = execute(pts, jobs=jobs, store=RunStore(store_dir) if store_dir else None,
+                   progress=True, label="resample").records
+    tput = {(_point_key(p.config), p.config.method, p.config.layers):
+            r.result.row["throughput_tok_s_gpu"] for p, r in zip(pts, recs)}
+    cpu = {k: sum(r.cpu_seconds for p, r in zip(pts, recs) if p.config.layers == k)
+           for k in ks}
+
+    def ratio(key, k):
+        get = (lambda m: stored[key][(m, None)]) if k is None else \
+            (lambda m: tput[(key, m, k)])
+        return get("sieve-cp") / max(get(m) for m in others)
+
+    print(f"{len(keys)} two-batch-overlap points of {vstore} with every PIM method on every "
+          f"layer ({len(methods)} methods); each sample re-run here.\n")
+    print("| layers sampled | worker CPU s | method throughput: rms error | max |error| "
+          "| sieve-cp / best other: rms error | max |error| | points < 0.99 (every layer: "
+          f"{sum(ratio(key, None) < 0.99 for key in keys)}) |")
+    print("|---|---|---|---|---|---|---|")
+    for k in ks:
+        e = np.array([tput[(key, m, k)] / stored[key][(m, None)] - 1
+                      for key in keys for m in methods])
+        d = np.array([ratio(key, k) / ratio(key, None) - 1 for key in keys])
+        print(f"| {k} | {cpu[k]:.0f} | {100 * np.sqrt((e ** 2).mean()):.2f} % | "
+              f"{100 * np.abs(e).max():.2f} % | {100 * np.sqrt((d ** 2).mean()):.2f} % | "
+              f"{100 * np.abs(d).max():.2f} % | {sum(ratio(key, k) < 0.99 for key in keys)} |")
+    print("\n| preset | point | " + " | ".join(f"{k} layers" for k in ks) + " | every layer |")
+    print("|---|---|" + "---|" * (len(ks) + 1))
+    for key in keys:
+        preset, model, system, wl, coloc, npre, b = key
+        case = (" colocated" + (" stress" if npre else "")) if coloc else ""
+        print(f"| {preset} | {model} {system} {wl}{case} B={b} | "
+              + " | ".join(f"{ratio(key, k):.3f}" for k in ks) + f" | {ratio(key, None):.3f} |")
+
+
 def setup_every_layer(model: str, presets: list[str], min_batch: int, jobs: int,
                       store_dir: str | None) -> None:
     """Every layer, every PIM method, two-batch overlap: the decode points of ``sieve run
@@ -308,7 +394,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-batch", type=int, default=1, help="--setup: the least batch")
     ap.add_argument("--presets", help="--setup: comma-separated PIM presets (default: the "
                                       "five of validate_methods.py)")
+    ap.add_argument("--resample", metavar="VSTORE",
+                    help="the points of validate_methods.py's store with every method on every "
+                         "layer, again on each of --layers sampled layers")
+    ap.add_argument("--layers", default="8,16", metavar="K[,K]",
+                    help="--resample: the sample sizes (default 8,16)")
     args = ap.parse_args(argv)
+    if args.resample:
+        try:
+            ks = [int(x) for x in args.layers.split(",")]
+        except ValueError:
+            ap.error(f"--layers: comma-separated integers, got {args.layers!r}")
+        resample(args.resample, ks, args.jobs, args.store)
+        return 0
     if args.setup:
         from validate_methods import PRESETS  # (this folder is on sys.path as a script)
 

@@ -1069,7 +1069,8 @@ def _add_run_flags(p) -> None:
     p.add_argument("--layers", type=_layers_type, default="auto", help="layers simulated per "
                    "step, each standing for its layer class (docs/system.md §1), or 'all' (exact, "
                    "slower); default auto: 4, "
-                   "8 with two micro-batches (--overlap tbo, --microbatches 2)")
+                   "16 with two micro-batches (--overlap tbo, --microbatches 2; "
+                   "sieve.system.step.SAMPLED_LAYERS)")
     p.add_argument("--trace", default=None, help="route the steps with this routing trace "
                    "(.npz, sieve.workload.trace) instead of the model's synthetic router")
     p.add_argument("--router", default=None, metavar="FIT", help="the synthetic router's fit "

@@ -244,6 +244,19 @@ def test_default_sample_size():
     assert sampled_layers_default(1, "tbo") == 16  # tbo implies two micro-batches
 
 
+def test_cli_help_states_the_default_sample_sizes():
+    """`sieve run --help` says how many layers --layers auto samples (the parser does not
+    import the step model for it, so the numbers are written out: this keeps them true)."""
+    import re
+
+    from sieve.cli import build_parser
+
+    text = build_parser("run")._subparsers_by_name["run"].format_help()
+    m = re.search(r"default auto:\s+(\d+),\s+(\d+)\s+with\s+two\s+micro-batches", text)
+    assert m, text
+    assert (int(m.group(1)), int(m.group(2))) == SAMPLED_LAYERS
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("overlap,k,method,tol", [
     ("none", 4, "sieve-cp", 0.02),
@@ -317,7 +330,7 @@ def test_two_batch_overlap_settles_into_more_than_one_cycle():
 
 
 def test_sieve_run_samples_by_mode_unless_told():
-    """`sieve run --layers auto` (the default) samples 4 layers, 8 with two micro-batches;
+    """`sieve run --layers auto` (the default) samples 4 layers, 16 with two micro-batches;
     an integer or 'all' is taken as given."""
     from sieve.cli import _run_kw, build_parser
 
@@ -325,7 +338,7 @@ def test_sieve_run_samples_by_mode_unless_told():
         return _run_kw(build_parser().parse_args(["run", *argv]))["layers"]
 
     assert layers() == layers("--layers", "auto") == 4
-    assert layers("--overlap", "tbo") == layers("--microbatches", "2") == 8
+    assert layers("--overlap", "tbo") == layers("--microbatches", "2") == 16
     assert layers("--overlap", "tbo", "--layers", "3") == 3
     assert layers("--layers", "all") is None
 
@@ -571,7 +584,7 @@ def test_tbo_variant_reruns_the_other_methods_only_where_the_variant_moved(monke
     first, second = calls[:2]
     assert len(first) == 2 * 30 and all(
         p.config.model == "qwen3-30b-a3b" and p.config.system == "1xb200"
-        and p.config.overlap == "tbo" and p.config.layers == 8 for p in first)
+        and p.config.overlap == "tbo" and p.config.layers == SAMPLED_LAYERS[1] for p in first)
     assert sorted(p.config.method for p in second) == sorted(mod.OTHERS)
     assert out == [(("b200-hbm3e-pim", "math-500", False, None, 64), 0.97, 1.01, "noexp")]
     assert "30 one-GPU two-batch-overlap points, 1 moved" in capsys.readouterr().out
@@ -599,7 +612,7 @@ def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monke
         if c.method == "sieve-cp-pimskip" and c.batch in (8, 16) and c.layers is None \
                 and c.workload == "hh-rlhf":
             return 99.0  # equal on the sample, apart on every layer
-        if c.method == "sieve-cp-pimskip" and c.batch == 64 and c.layers == 8:
+        if c.method == "sieve-cp-pimskip" and c.batch == 64 and c.layers == SAMPLED_LAYERS[1]:
             return 98.0  # moved on the sample: not re-run
         return 100.0
 
@@ -607,7 +620,7 @@ def test_tbo_variant_unmoved_reruns_the_equal_decode_points_on_every_layer(monke
     out = mod.unmoved("sieve-cp-pimskip", 1, None, presets=("b200-hbm3e-pim",), max_batch=16)
     sample, every = calls
     assert sample and all(not p.config.colocated and p.config.batch <= 16
-                          and p.config.layers == 8 for p in sample)
+                          and p.config.layers == SAMPLED_LAYERS[1] for p in sample)
     assert len(every) == len(sample) and all(p.config.layers is None for p in every)
     assert [(k[1], k[-1]) for k, _, _ in out] == [("hh-rlhf", 8), ("hh-rlhf", 16)]
     assert "on every layer 2 differ" in capsys.readouterr().out
