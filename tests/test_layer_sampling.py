@@ -380,6 +380,51 @@ def test_two_microbatch_sample_on_any_layer_pattern(pattern, dense, n, k, seed):
 
 
 @pytest.mark.slow
+def test_tbo_layer_sampling_resample_sets_samples_against_a_stores_every_layer_runs(tmp_path,
+                                                                                   capsys):
+    """benchmarks/tbo_layer_sampling.py --resample (docs/validation.md, *Sixteen sampled layers
+    under two-batch overlap*): the points of a store with every PIM method on every layer, each
+    method again on K sampled layers, and per K each method's throughput error and sieve-cp's
+    ratio error against every layer; a store without such points is refused."""
+    from dataclasses import replace
+
+    from conftest import benchmark_module
+
+    from sieve.experiments.executor import execute
+    from sieve.experiments.points import Point
+    from sieve.experiments.store import RunStore
+    from sieve.system.run import RunConfig, simulate_run
+
+    mod = benchmark_module("tbo_layer_sampling")
+    methods = ("noexp", "allexp", "pimoe", "duplex", "sieve", "sieve-cp")
+    base = RunConfig(model="qwen3-30b-a3b", system="1xb200", batch=1, method="noexp",
+                     overlap="tbo", steps=1, warmup=1, layers=None,
+                     system_overrides=(("memory", "attacc-hbm3-pim"),))
+    vstore = tmp_path / "vstore"
+    # every method but one on every layer: no point to resample yet
+    execute([Point(replace(base, method=m)) for m in methods[:-1]], jobs=1,
+            store=RunStore(vstore), progress=False)
+    with pytest.raises(SystemExit, match="no point .* has every method on every layer"):
+        mod.resample(str(vstore), [4], 1, None)
+    execute([Point(replace(base, method="sieve-cp"))], jobs=1, store=RunStore(vstore),
+            progress=False)
+    mod.resample(str(vstore), [4], 1, None)
+    out = capsys.readouterr().out
+    every = {m: simulate_run(replace(base, method=m)).row["throughput_tok_s_gpu"]
+             for m in methods}
+    four = {m: simulate_run(replace(base, method=m, layers=4)).row["throughput_tok_s_gpu"]
+            for m in methods}
+    err = np.array([four[m] / every[m] - 1 for m in methods])
+    ratio = {k: t["sieve-cp"] / max(t[m] for m in methods[:-1]) for k, t in (("4", four),
+                                                                            ("all", every))}
+    row = next(ln for ln in out.splitlines() if ln.startswith("| 4 |")).split(" | ")
+    assert row[2] == f"{100 * np.sqrt((err ** 2).mean()):.2f} %"
+    assert row[3] == f"{100 * np.abs(err).max():.2f} %"
+    assert row[5] == f"{100 * abs(ratio['4'] / ratio['all'] - 1):.2f} %"
+    point = next(ln for ln in out.splitlines() if ln.startswith("| attacc-hbm3-pim |"))
+    assert point.split(" | ")[2:] == [f"{ratio['4']:.3f}", f"{ratio['all']:.3f} |"]
+
+
 def test_tbo_layer_sampling_below_reruns_a_validation_store_on_every_layer(tmp_path, capsys):
     """benchmarks/tbo_layer_sampling.py --below (docs/validation.md, *The points below on every
     layer*): reads the two-batch-overlap runs of a validate_methods.py store, picks the points

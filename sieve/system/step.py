@@ -381,7 +381,7 @@ class StepResult:
 #: 9 % off (one sampled layer of a class between the first and the last), 8 within 2.1 % at
 #: the points first measured but up to 3.9 % in sieve-cp's ratio to the best other method over
 #: the 62 two-batch-overlap points of --paper run on every layer for every method (rms 1.28 %),
-#: 16 within 1.48 % there (rms 0.54 %) for 1.67x the CPU time (2026-12-07, validation.md,
+#: 16 within 1.48 % there (rms 0.54 %) for 1.9x the CPU time (2026-12-07, validation.md,
 #: *Sixteen sampled layers under two-batch overlap*).
 SAMPLED_LAYERS = (4, 16)
 
