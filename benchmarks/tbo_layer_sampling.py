@@ -129,10 +129,11 @@ def _point_key(c: RunConfig) -> tuple:
             c.colocated, c.n_prefill, c.batch)
 
 
-def _validation_points(vstore: str) -> tuple[dict, dict, set]:
-    """The two-batch-overlap runs of a ``validate_methods.py`` store on the sampled layers
-    (decisions charged): ``{point key: {method: tok/s/GPU}}``, ``{point key: {method: its
-    RunConfig}}`` and the code digests that made them (point keys: :func:`_point_key`)."""
+def _store_runs(vstore: str, sampled_only: bool = False) -> tuple[dict, dict, set]:
+    """The two-batch-overlap runs of a ``validate_methods.py`` store with decisions charged
+    (``sampled_only``: those on sampled layers): ``{point key: {(method, layers):
+    tok/s/GPU}}``, ``{point key: {method: a RunConfig of it}}`` and the code digests that made
+    them (point keys: :func:`_point_key`)."""
     import glob
     import json
     from collections import defaultdict
@@ -144,12 +145,22 @@ def _validation_points(vstore: str) -> tuple[dict, dict, set]:
         if d.get("format") != "sieve-run-record":
             continue  # (the store's own index)
         c = RunConfig.from_dict(d["point"]["run"])
-        if c.overlap != "tbo" or c.scheduler_ns is not None or c.layers is None:
+        if c.overlap != "tbo" or c.scheduler_ns is not None or (sampled_only
+                                                                 and c.layers is None):
             continue
         key = _point_key(c)
-        tput[key][c.method] = d["row"]["throughput_tok_s_gpu"]
+        tput[key][(c.method, c.layers)] = d["row"]["throughput_tok_s_gpu"]
         cfgs[key][c.method] = c
         digests.add(d["sieve"]["code"])
+    return tput, cfgs, digests
+
+
+def _validation_points(vstore: str) -> tuple[dict, dict, set]:
+    """The two-batch-overlap runs of a ``validate_methods.py`` store on the sampled layers
+    (decisions charged): ``{point key: {method: tok/s/GPU}}``, ``{point key: {method: its
+    RunConfig}}`` and the code digests that made them (point keys: :func:`_point_key`)."""
+    runs, cfgs, digests = _store_runs(vstore, sampled_only=True)
+    tput = {key: {m: t for (m, _), t in by.items()} for key, by in runs.items()}
     return tput, cfgs, digests
 
 
@@ -254,29 +265,6 @@ def one_gpu(presets: list[str], jobs: int, store_dir: str | None,
               f"{100 * np.sqrt((d ** 2).mean()):.2f} %, max |{100 * np.abs(d).max():.2f}| %")
 
 
-def _store_runs(vstore: str) -> tuple[dict, dict]:
-    """The two-batch-overlap runs of a ``validate_methods.py`` store with decisions charged,
-    sampled or on every layer: ``{point key: {(method, layers): tok/s/GPU}}`` and
-    ``{point key: {method: a RunConfig of it}}``."""
-    import glob
-    import json
-    from collections import defaultdict
-
-    tput, cfgs = defaultdict(dict), defaultdict(dict)
-    for f in sorted(glob.glob(f"{vstore}/runs/*.json")):
-        with open(f) as fh:
-            d = json.load(fh)
-        if d.get("format") != "sieve-run-record":
-            continue
-        c = RunConfig.from_dict(d["point"]["run"])
-        if c.overlap != "tbo" or c.scheduler_ns is not None:
-            continue
-        key = _point_key(c)
-        tput[key][(c.method, c.layers)] = d["row"]["throughput_tok_s_gpu"]
-        cfgs[key][c.method] = c
-    return tput, cfgs
-
-
 def resample(vstore: str, ks: list[int], jobs: int, store_dir: str | None) -> None:
     """Every two-batch-overlap point of a store that was run on every layer with every PIM
     method, each method again on each of ``ks`` sampled layers (module doc, ``--resample``)."""
@@ -287,7 +275,7 @@ def resample(vstore: str, ks: list[int], jobs: int, store_dir: str | None) -> No
     from sieve.experiments.store import RunStore
 
     methods, others = _pim_methods()
-    stored, cfgs = _store_runs(vstore)
+    stored, cfgs, _ = _store_runs(vstore)
     keys = sorted(k for k, t in stored.items() if all((m, None) in t for m in methods))
     if not keys:
         raise SystemExit(f"tbo_layer_sampling: no point of {vstore}/runs has every method on "
