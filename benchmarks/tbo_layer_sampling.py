@@ -129,6 +129,13 @@ def _point_key(c: RunConfig) -> tuple:
             c.colocated, c.n_prefill, c.batch)
 
 
+def _point_label(key: tuple) -> tuple[str, str]:
+    """(PIM preset, "model system workload[ colocated[ stress]] B=N") of a point key."""
+    preset, model, system, wl, coloc, npre, b = key
+    case = (" colocated" + (" stress" if npre else "")) if coloc else ""
+    return preset, f"{model} {system} {wl}{case} B={b}"
+
+
 def _store_runs(vstore: str, sampled_only: bool = False) -> tuple[dict, dict, set]:
     """The two-batch-overlap runs of a ``validate_methods.py`` store with decisions charged
     (``sampled_only``: those on sampled layers): ``{point key: {(method, layers):
@@ -206,9 +213,8 @@ def below(vstore: str, jobs: int, store_dir: str | None,
         n_below += re_ < 0.99
         ratios.append(re_)
         moved.append(re_ / rs - 1.0)
-        preset, model, system, wl, coloc, npre, b = k
-        case = (" colocated" + (" stress" if npre else "")) if coloc else ""
-        print(f"| {preset} | {model} {system} {wl}{case} B={b} | {rs:.3f} | {bs} | "
+        preset, point = _point_label(k)
+        print(f"| {preset} | {point} | {rs:.3f} | {bs} | "
               f"{re_:.3f} | {be} | {e['sieve-cp'] / t['sieve-cp']:.3f} | "
               f"{e[bs] / t[bs]:.3f} |")
     print(f"\nPoints at {lo:g}-{hi:g}x on the sampled layers: {len(low)}; below 0.99x on every "
@@ -309,9 +315,8 @@ def resample(vstore: str, ks: list[int], jobs: int, store_dir: str | None) -> No
     print("\n| preset | point | " + " | ".join(f"{k} layers" for k in ks) + " | every layer |")
     print("|---|---|" + "---|" * (len(ks) + 1))
     for key in keys:
-        preset, model, system, wl, coloc, npre, b = key
-        case = (" colocated" + (" stress" if npre else "")) if coloc else ""
-        print(f"| {preset} | {model} {system} {wl}{case} B={b} | "
+        preset, point = _point_label(key)
+        print(f"| {preset} | {point} | "
               + " | ".join(f"{ratio(key, k):.3f}" for k in ks) + f" | {ratio(key, None):.3f} |")
 
 
@@ -366,8 +371,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the all-layer runs (the long ones)")
     ap.add_argument("--one-gpu", metavar="PRESETS",
                     help="comma-separated PIM presets: the one-GPU --paper points instead")
-    ap.add_argument("--jobs", type=int, default=1, help="processes (--one-gpu, --below)")
-    ap.add_argument("--store", help="resumable run store (--one-gpu, --below)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes (--one-gpu, --below, --setup, --resample)")
+    ap.add_argument("--store", help="resumable run store (--one-gpu, --below, --setup, --resample)")
     ap.add_argument("--below", metavar="VSTORE",
                     help="the points below 0.99x of validate_methods.py's store, on every "
                          "layer")
