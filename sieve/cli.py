@@ -28,6 +28,12 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._subparsers_by_name: dict[str, argparse.ArgumentParser] = {}
 
+    def _get_formatter(self):
+        # argparse's formatter asks shutil for the terminal's width, and add_argument makes one
+        # per option to check it: shutil's import (with zlib, bz2 and lzma) was ~3 ms of every
+        # start. The same width, computed without it (_help_width).
+        return self.formatter_class(prog=self.prog, width=_help_width())
+
     def error(self, message: str):
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:  # an unknown subcommand or choice: name the closest
@@ -55,6 +61,25 @@ class _Parser(argparse.ArgumentParser):
             what = "argument" if len(extra) == 1 else "arguments"
             sub.error(f"unrecognized {what}: {' '.join(extra)}{hint}")
         return ns
+
+
+def _help_width() -> int:
+    """The width argparse's HelpFormatter would take: ``shutil.get_terminal_size().columns``
+    (``$COLUMNS`` when it is a positive integer, else the terminal of ``sys.__stdout__``, else
+    80) less 2."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns - 2
 
 
 def _int_type(lo: int | None = None, hi: int | None = None, what: str = ""):
@@ -1431,7 +1456,6 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     import os
     import signal
-    import threading
 
     # sieve does no multi-threaded linear algebra: an idle OpenBLAS thread pool only costs CPU
     # time (4 % of `sieve dram`'s on 2 cores, docs/performance.md). Set before numpy is first
@@ -1439,8 +1463,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     old_term = None
-    if threading.current_thread() is threading.main_thread():
+    try:
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (main() called from a thread): no handler
+        pass
     try:
         words = sys.argv[1:] if argv is None else list(argv)
         # the first argument names a subcommand: build its parser alone

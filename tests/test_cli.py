@@ -152,3 +152,26 @@ def test_the_parser_of_one_subcommand_parses_as_the_whole_parser():
         assert set(alone._subparsers_by_name) == {c}
         assert alone._subparsers_by_name[c].format_usage() == \
             whole._subparsers_by_name[c].format_usage()
+
+
+@pytest.mark.parametrize("columns", [None, "50", "137", "junk", "-3", "0"])
+def test_help_is_as_wide_as_argparse_makes_it(columns, monkeypatch):
+    """sieve's parser computes the help width itself (shutil's import is a few ms of every
+    start): the width argparse's own formatter takes, and the same help text."""
+    import argparse
+    import shutil
+
+    from sieve import cli
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert cli._help_width() == shutil.get_terminal_size().columns - 2
+    parser = cli.build_parser("dram")
+    parsers = [parser, *parser._subparsers_by_name.values()]
+    ours = [p.format_help() for p in parsers]
+    monkeypatch.setattr(cli._Parser, "_get_formatter", argparse.ArgumentParser._get_formatter)
+    assert [p.format_help() for p in parsers] == ours
+    assert len(parsers) > 1 and "--lifecycle" in ours[-1]
+

@@ -123,7 +123,9 @@ def test_chunk_buffers_equal_chunks(tmp_path, monkeypatch):
 
 def test_sieve_dram_on_a_text_trace_imports_no_numpy(tmp_path):
     """`sieve dram --trace FILE.trace` reads, simulates and reports without numpy (its import
-    is ~6 % of a 2 M-request run's CPU time; sieve.lazy), with the in-memory path's result."""
+    is ~6 % of a 2 M-request run's CPU time; sieve.lazy), with the in-memory path's result;
+    nor shutil, fractions or threading (a few ms of every start each: docs/performance.md,
+    *Command start-up*)."""
     import json
     import subprocess
     import sys
@@ -135,12 +137,13 @@ def test_sieve_dram_on_a_text_trace_imports_no_numpy(tmp_path):
     code = ("import json, sys; from sieve.cli import main; "
             "rc = main(['dram', '--trace', sys.argv[1], '--json', '--lifecycle', sys.argv[2], "
             "'--channels', '2']); "
-            "print(json.dumps({'rc': rc, 'numpy': 'numpy' in sys.modules}))")
+            "print(json.dumps({'rc': rc, 'numpy': 'numpy' in sys.modules, 'other': sorted("
+            "m for m in ('shutil', 'fractions', 'threading') if m in sys.modules)}))")
     for lifecycle in ("sieve", "ramulator2"):
         out = subprocess.run([sys.executable, "-c", code, str(p), lifecycle],
                              capture_output=True, text=True, check=True).stdout
         text, _, tail = out.rstrip().rpartition("\n")
-        assert json.loads(tail) == {"rc": 0, "numpy": False}
+        assert json.loads(tail) == {"rc": 0, "numpy": False, "other": []}
         got = json.loads(text)
         want = dram.simulate_requests(
             DEFAULT_DRAM_SPEC, tr, channels=2,

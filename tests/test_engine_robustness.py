@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sieve import _dram, dram, pim
 from sieve.cli import main
@@ -307,6 +309,25 @@ def test_ctrl_c_reaches_the_request_loop_and_leaves_no_half_written_file(tmp_pat
 
 
 # ---- the request controller ---------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(hi=st.floats(0.0, 1.0), lo=st.floats(0.0, 1.0), q=st.integers(1, 4096),
+       lifecycle=st.sampled_from(["sieve", "ramulator2"]))
+def test_write_thresholds_read_the_watermarks_decimal_form_exactly(hi, lo, q, lifecycle):
+    """The thresholds are floor / ceil of the watermarks' shortest decimal form times the queue
+    (0.8 is 4/5), in integer arithmetic: the same as with fractions.Fraction of their repr."""
+    import math
+    from fractions import Fraction
+
+    lo, hi = min(lo, hi), max(lo, hi)
+    assume(lo < hi)
+    c = ControllerConfig(queue_size=q, write_high_watermark=hi, write_low_watermark=lo,
+                         lifecycle=lifecycle)
+    hx, lx = Fraction(repr(hi)) * q, Fraction(repr(lo)) * q
+    want = ((math.floor(hx) + 1, max(0, math.ceil(lx) - 1)) if lifecycle == "ramulator2"
+            else (max(1, math.floor(hx)), math.floor(lx)))
+    assert c.write_thresholds() == want
+
 
 def test_controller_config_defaults_thresholds_and_errors():
     c = ControllerConfig()
