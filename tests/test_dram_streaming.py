@@ -69,6 +69,28 @@ def test_both_readers_refuse_alike(tmp_path, body):
     assert a == b
 
 
+@pytest.mark.parametrize("body", [
+    b"LD 0xfffffffffffffff", b"LD 0x1000000000000000", b"ST 999999999999999999",
+    b"ST 1000000000000000000", b"LD 0x40\nLD 0x123456789abcdef", b"LD 0x40\nLD 0xfff",
+    b"LD 0x40\nLD 0x40\nST 4096", b"LD 0x40\n" + b"LD 0x" + b"f" * 40 + b"\n",
+    b"LD 0x40\nLD 12" + b"3" * 30,
+])
+def test_digit_runs_at_block_and_file_ends(tmp_path, monkeypatch, body):
+    """The compiled reader's digit loops stop at the byte after the data (the block's end or
+    the file's, a zero it keeps there) or at a newline: every place a read block can cut a
+    number, numbers that end the file without a newline, and runs too long for a request,
+    against the reference reader."""
+    from sieve.dram import memtrace
+
+    p = tmp_path / "d.trace"
+    p.write_bytes(body)
+    want = _both(p)
+    assert want[0] == want[1]
+    for block in range(1, len(body) + 2):
+        monkeypatch.setattr(memtrace, "READ_BLOCK_BYTES", block)
+        assert _both(p) == want, block
+
+
 _TOKENS = st.sampled_from([b"LD", b"ST", b"ld", b"XX", b"", b"#", b"0x40", b"0X1F", b"64",
                            b"0x", b"-1", b"1_0", b"\t", b" ", b"\r", b"0xfffffffffffffff",
                            b"0x10000000000000000", b"99999999999999999999", b"007", b"\xc3\xa9"])

@@ -29,10 +29,13 @@ for _k in range(6):
 
 cdef inline const uint8_t* _parse(const uint8_t* s, const uint8_t* e, int64_t* addr,
                                   int* wr) noexcept nogil:
-    """Parse a plain request line from s, reading no byte at or past e: optional blanks, LD
-    or ST, blanks, 0x/0X and 1-15 hex digits or 1-18 decimal digits, optional blanks or
-    carriage returns. Where it stopped (the first byte after them), or NULL when the bytes
-    are not such a line's start; `addr` and `wr` are set when it returns non-NULL."""
+    """Parse a plain request line from s to e: optional blanks, LD or ST, blanks, 0x/0X and
+    1-15 hex digits or 1-18 decimal digits, optional blanks or carriage returns. Where it
+    stopped (the first byte after them), or NULL when the bytes are not such a line's start;
+    `addr` and `wr` are set when it returns non-NULL. It reads no byte past e, and the byte at
+    e only where a run of digits reaches it: that byte must be readable and no digit (the
+    line's newline, or the zero the reader keeps after its data), so the digit loops need no
+    bounds test."""
     cdef const uint8_t* p = s
     cdef const uint8_t* j
     cdef int64_t v = 0
@@ -56,24 +59,19 @@ cdef inline const uint8_t* _parse(const uint8_t* s, const uint8_t* e, int64_t* a
     if p + 1 < e and p[0] == 48 and (p[1] == 120 or p[1] == 88):   # "0x"
         p += 2
         j = p
-        while p < e:
-            d = _HEX[p[0]]
-            if d < 0:
-                break
+        d = _HEX[p[0]]
+        while d >= 0:  # (stops at e: no digit there)
             v = v * 16 + d
             p += 1
-            if p - j > 15:
-                return NULL
-        if p == j:
+            d = _HEX[p[0]]
+        if p == j or p - j > 15 or p > e:
             return NULL
     else:
         j = p
-        while p < e and 48 <= p[0] <= 57:
+        while 48 <= p[0] <= 57:  # (stops at e: no digit there)
             v = v * 10 + (p[0] - 48)
             p += 1
-            if p - j > 18:
-                return NULL
-        if p == j:
+        if p == j or p - j > 18 or p > e:
             return NULL
     while p < e and (p[0] == 32 or p[0] == 9 or p[0] == 13):
         p += 1
@@ -120,7 +118,7 @@ cdef class LoadStoreReader:
     cdef int64_t max_line
     cdef bytearray buf
     cdef int64_t start       # first unparsed byte in buf
-    cdef int64_t end         # bytes held in buf
+    cdef int64_t end         # bytes held in buf (buf[end] is 0: _parse stops there)
     cdef int64_t lineno      # lines parsed so far
     cdef bint eof
     cdef bint done
@@ -155,14 +153,16 @@ cdef class LoadStoreReader:
             memmove(p, p + self.start, keep)
         self.start = 0
         self.end = keep
-        if len(self.buf) < keep + self.block:
-            self.buf.extend(bytes(keep + self.block - len(self.buf)))
+        if len(self.buf) < keep + self.block + 1:
+            self.buf.extend(bytes(keep + self.block + 1 - len(self.buf)))
         view = memoryview(self.buf)[keep:keep + self.block]
         got = self.fh.readinto(view) or 0
         view.release()
         if got == 0:
             self.eof = True
         self.end = keep + got
+        p = self.buf
+        p[self.end] = 0  # the stop after the data (_parse's digit loops)
         return 0
 
     def read_into(self, int64_t[::1] addr, uint8_t[::1] wr):
@@ -174,23 +174,33 @@ cdef class LoadStoreReader:
             raise ValueError("LoadStoreReader.read_into: the buffers must have the same "
                              "length, at least 1")
         cdef int64_t max_n = addr.shape[0]
-        cdef int64_t n = 0, ln, a = 0
+        cdef int64_t n = 0, n0, ln, a = 0, at, max_line = self.max_line
         cdef int w = 0
         cdef unsigned char* p
         cdef const uint8_t* line
         cdef const uint8_t* nl
+        cdef const uint8_t* e
+        cdef int64_t* out_a = &addr[0]
+        cdef uint8_t* out_w = &wr[0]
         while n < max_n and not self.done:
             p = self.buf
-            # the common line, parsed in one pass
-            ln = _scan(<const uint8_t*>(p + self.start), <const uint8_t*>(p + self.end),
-                       self.max_line, &a, &w)
-            if ln >= 0:
-                self.lineno += 1
-                addr[n] = a
-                wr[n] = w
+            # the common lines, each parsed in one pass, in a loop over locals (nothing in it
+            # reads the file or calls Python, so the block stays where it is)
+            at = self.start
+            e = <const uint8_t*>(p + self.end)
+            n0 = n
+            while n < max_n:
+                ln = _scan(<const uint8_t*>(p + at), e, max_line, &a, &w)
+                if ln < 0:
+                    break
+                out_a[n] = a
+                out_w[n] = <uint8_t>w
                 n += 1
-                self.start += ln + 1
-                continue
+                at += ln + 1
+            self.lineno += n - n0
+            self.start = at
+            if n == max_n:
+                break
             nl = <const uint8_t*>memchr(p + self.start, 10, self.end - self.start)
             if nl == NULL:
                 if not self.eof and self.end - self.start <= self.max_line:
