@@ -1,3 +1,3 @@
-from sieve.cli import main
+from sieve.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

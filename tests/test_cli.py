@@ -175,3 +175,26 @@ def test_help_is_as_wide_as_argparse_makes_it(columns, monkeypatch):
     assert [p.format_help() for p in parsers] == ours
     assert len(parsers) > 1 and "--lifecycle" in ours[-1]
 
+
+def test_the_program_is_main_then_a_frozen_heap():
+    """`sieve` (console script and ``python -m sieve``) is cli.run: main() on sys.argv, then
+    the objects left frozen out of the collector for the process's end (docs/performance.md,
+    *Command start-up*); main() itself, which tests and callers use, leaves the collector as
+    it was."""
+    import gc
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"sieve": "sieve.cli:run"}
+    assert (root / "sieve" / "__main__.py").read_text().strip().endswith("SystemExit(run())")
+    code = ("import gc, sys; from sieve.cli import run; sys.argv = ['sieve', 'specs']; "
+            "c = run(); print(c, gc.get_freeze_count() > 0, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stderr.split() == ["0", "True"] and "hbm3-6400" in out.stdout
+    frozen = gc.get_freeze_count()
+    assert main(["specs"]) == 0 and gc.get_freeze_count() == frozen
