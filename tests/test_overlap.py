@@ -278,16 +278,17 @@ def test_tbo_splits_steady_state_window():
 
 
 def _spy_run(spy, model, system, batch, workload, parallel, steps=1, before_step=None,
-             n_prefill=None, look_layers=1):
+             n_prefill=None, look_layers=1, look_tail=False):
     """Run `steps` steps of `model` under two-batch overlap with `spy(load, est)` as the
     method (8 sampled layers; ``before_step()`` called before each; ``n_prefill``: a
-    colocated batch with that many prefill requests, after the decode ones; ``look_layers``:
-    the method's); the last step's builder."""
+    colocated batch with that many prefill requests, after the decode ones; ``look_layers``,
+    ``look_tail``: the method's); the last step's builder."""
     from sieve.sched import methods as registry
     from sieve.sched.methods import Method
 
     m, s = get_model(model), hw.get_system(system)
-    registry.SCHEDULERS["spy"] = Method("spy", spy, look_layers=look_layers)
+    registry.SCHEDULERS["spy"] = Method("spy", spy, look_layers=look_layers,
+                                        look_tail=look_tail)
     try:
         state = SystemState(m, s, StepOptions(method="spy", overlap="tbo", microbatches=2,
                                               layers=8, parallel=parallel))
@@ -565,6 +566,56 @@ def test_a_look_two_layers_on_watches_the_decisions_two_layers_on(parallel, syst
             assert names.count("scheduler") == 2
             assert names.count("dispatch") == (2 if parallel == "ep" else 0)
     assert n_far > len(seen) // 2
+
+
+@pytest.mark.parametrize("parallel, system", (("tp", "1xb200"), ("ep", "2xb200")))
+def test_a_tail_look_rates_the_last_layer_to_the_step_end(parallel, system):
+    """``Method.look_tail`` (sieve-cp-tail): at the last sampled layer, where no decision
+    follows, the look watches the GPU's LM head (the step's end there: it waits for both
+    micro-batches' last layer) and rates the split taken within 15 % of when that head then
+    starts; every other decision's look watches the next decisions as before. Without it
+    (sieve-cp) the last layer's decisions have no look."""
+    from sieve.sched.cp import sieve_cp
+    from sieve.system.dag import Schedule
+
+    rec, seen = [], []
+    orig = Schedule.lookahead
+
+    def spy_look(self, extra, watch, *a, **k):
+        rec.append({(t.name, t.info["layer"], t.info["mb"], t.info["gpu"]) for t in watch})
+        return orig(self, extra, watch, *a, **k)
+
+    def spy(load, est):
+        p = sieve_cp(load, est)
+        rec.clear()
+        r = None if load.lookahead is None else load.lookahead(p.on_pim)
+        seen.append((r, set().union(*rec) if rec else set()))
+        return p
+
+    Schedule.lookahead = spy_look
+    try:
+        b = _spy_run(spy, "qwen3-30b-a3b" if parallel == "tp" else "gpt-oss-20b", system, 16,
+                     "math-500", parallel, look_tail=True)
+    finally:
+        Schedule.lookahead = orig
+    decs = sorted((t for t in b.sched.tasks if t.name == "scheduler"), key=lambda t: t.start_ns)
+    assert len(decs) == len(seen)
+    tails = 0
+    for d, (r, watched) in zip(decs, seen):
+        g = d.info["gpu"]
+        assert r is not None and watched
+        if b.next_layer.get(d.info["layer"]) is None:
+            tails += 1
+            assert watched == {("lm_head", -1, -1, g)}
+            act = b.head_tasks[g].start_ns - d.end_ns
+            assert abs(act - r) <= 0.15 * act
+        else:
+            assert {w[0] for w in watched} <= {"scheduler", "dispatch"}
+    assert tails == 2 * len(b.head_tasks)  # both micro-batches' last decisions on each GPU
+    plain = []
+    _spy_run(lambda load, est: plain.append(load.lookahead) or sieve_cp(load, est),
+             "qwen3-30b-a3b", "1xb200", 16, "math-500", "tp")
+    assert sum(x is None for x in plain) == 2
 
 
 def test_the_look_watches_no_micro_batch_that_holds_no_request():

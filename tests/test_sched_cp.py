@@ -240,6 +240,17 @@ def test_sieve_cp_look2_is_sieve_cp_with_a_two_layer_look():
         "sieve-cp-look2"}
 
 
+def test_sieve_cp_tail_is_sieve_cp_with_a_look_at_the_last_layer():
+    """The registry's ``sieve-cp-tail``: sieve-cp's function, start split, skip rule and
+    one-layer look, with ``look_tail`` (its look at the last sampled layer rates to the step's
+    end; tests/test_overlap.py); no other method has it."""
+    a, b = get_method("sieve-cp"), get_method("sieve-cp-tail")
+    assert (b.fn, b.start, b.skip_gpu, dict(b.options), b.look_layers, b.gate) == (
+        a.fn, a.start, a.skip_gpu, dict(a.options), a.look_layers, a.gate)
+    assert b.look_tail and {m.name for m in registry.SCHEDULERS.values() if m.look_tail} == {
+        "sieve-cp-tail"}
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
        st.floats(0.5, 50.0), st.booleans())

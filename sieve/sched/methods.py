@@ -19,7 +19,9 @@ reading them at the seed's roofline fallback. Both skip a layer's decision after
 less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides every time.
 ``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split);
 ``sieve-cp-look2``'s look watches the decisions two layers on instead of the next ones, its
-savings (the skip rule's) still rated to the next (docs/schedulers.md, "A look two layers on").
+savings (the skip rule's) still rated to the next (docs/schedulers.md, "A look two layers on");
+``sieve-cp-tail``'s look also rates the last sampled layer's splits, to the step's end on the GPU
+(sieve-cp has no look there: docs/schedulers.md, "The last layer's look").
 Under two-batch overlap on one GPU, between like micro-batches, ``sieve-cp`` breaks its look's
 exact ties toward a static split and, where its decision put every expert on the GPU, counts
 that decision as saving nothing and runs the same split without deciding while it does not
@@ -69,7 +71,10 @@ class Method:
     decisions that many sampled layers on (1: the next ones), while what a decision saves,
     for the skip rule, is still rated to the next ones (``LayerLoad.saving_lookahead``);
     ``gate``: the load gate of its scheduled skips (:data:`sieve.sched.amortize.GATES`;
-    "pooled", sieve-cp's since 2026-12-07, the thirty-fourth session)."""
+    "pooled", sieve-cp's since 2026-12-07, the thirty-fourth session); ``look_tail``: under
+    two-batch overlap, at the last sampled layer (no decision follows in the step) its look
+    rates a split to the start of the GPU's LM head, the step's end there (False: no look
+    there, the scan's split)."""
 
     name: str
     fn: Callable[..., Partition]
@@ -82,6 +87,7 @@ class Method:
     skip_gpu: bool = False
     look_layers: int = 1
     gate: str = "pooled"
+    look_tail: bool = False
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -113,6 +119,9 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve-cp-look2", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_layers=2,
            doc="sieve-cp whose look (two-batch overlap) rates a split to the decisions two "
            "layers on; its savings, for skipping, still to the next ones"),
+    Method("sieve-cp-tail", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_tail=True,
+           doc="sieve-cp whose look (two-batch overlap) at the last sampled layer rates a "
+           "split to the step's end on the GPU (sieve-cp has no look there)"),
     Method("sieve-cp-nogate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="none",
            doc="sieve-cp whose scheduled skips are taken whatever the layer's load"),
     Method("sieve-cp-layergate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="layer",

@@ -664,6 +664,7 @@ class _Builder:
         self.layer_tasks: dict[tuple, list[Task]] = {}  # GPU and HBM tasks by (g, layer, mb)
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
+        self.head_tasks: dict[int, Task] = {}  # each GPU's LM head (Method.look_tail)
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
         self.prev_layer: dict[int, int] = {}  # and its previous one
         # two-batch overlap: where each (GPU, layer, micro-batch) yields to the other
@@ -1081,9 +1082,11 @@ class _Builder:
         # none, B <= the GPUs, has no token to finish: its tasks' starts are lane order)
         held = [m for m in (mb, 1 - mb) if self.mb_held[m]] or [mb, 1 - mb]
         watch = [self.sched_tasks.get((g, nxt, m)) for m in held] if nxt else []
+        if not nxt and self.meth.look_tail and g in self.head_tasks:
+            watch = [self.head_tasks[g]]  # the last sampled layer: the step's end here
         if not watch or any(w is None for w in watch):
             return None
-        if not self.tp:  # the next layer's collectives (docs/schedulers.md)
+        if nxt and not self.tp:  # the next layer's collectives (docs/schedulers.md)
             watch += [t for m in held for t in self.link_tasks.get((nxt, m), ())
                       if t.name == "dispatch"]
         t0 = task.end_ns
@@ -1397,6 +1400,8 @@ class _Builder:
                 shards = self.n_gpus if self.tp else 1
                 head = self.gpu_tasks("lm_head", [lm_head_op(self.full, int(reqs.size), shards)],
                                       g, [prev[mb][g] for mb in prev], -1, -1, 10 ** 6)
+                if head is not None:
+                    self.head_tasks[g] = head
                 self.gpu_tasks("sampler", [sampler_op(self.full, int(reqs.size), shards)], g,
                                [head] if head is not None else [], -1, -1, 10 ** 6)
         # shift: every task of this step starts at the state's clock
