@@ -1052,8 +1052,11 @@ class _Builder:
         of both micro-batches (of those that hold a request on some GPU: ``mb_held``), the
         latest of their starts in ns from this decision's end
         (:class:`~sieve.sched.partition.LayerLoad`'s ``lookahead``); None when the next
-        sampled layer has no decision. ``layers`` > 1 (``Method.look_layers``): the decisions
-        and dispatches that many sampled layers on, every decision before them in the look.
+        sampled layer has no decision, and at the last sampled layer unless the method has
+        ``look_tail``: its look there watches the GPU's LM head (the step's end on that GPU,
+        after both micro-batches' last layer). ``layers`` > 1 (``Method.look_layers``): the
+        decisions and dispatches that many sampled layers on, every decision before them in the
+        look.
         In the look: this split's expert tasks at its estimator's costs
         (:func:`sieve.sched.cp.split_cost`); every decision reached before the watched ones
         splits its experts at its own GPU's estimator: another GPU's (expert
