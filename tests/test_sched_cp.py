@@ -240,15 +240,19 @@ def test_sieve_cp_look2_is_sieve_cp_with_a_two_layer_look():
         "sieve-cp-look2"}
 
 
-def test_sieve_cp_tail_is_sieve_cp_with_a_look_at_the_last_layer():
-    """The registry's ``sieve-cp-tail``: sieve-cp's function, start split, skip rule and
-    one-layer look, with ``look_tail`` (its look at the last sampled layer rates to the step's
-    end; tests/test_overlap.py); no other method has it."""
-    a, b = get_method("sieve-cp"), get_method("sieve-cp-tail")
+def test_sieve_cp_notail_is_sieve_cp_without_a_look_at_the_last_layer():
+    """sieve-cp and its variants have ``look_tail`` (the look at the last sampled layer rates
+    to the step's end; tests/test_overlap.py) since 2026-12-08; the registry's
+    ``sieve-cp-notail`` is sieve-cp's function, start split, skip rule, gate and one-layer
+    look without it (sieve-cp's rule before), and no method outside sieve-cp's family has it
+    (sieve-cp-nolook has no look at all)."""
+    a, b = get_method("sieve-cp"), get_method("sieve-cp-notail")
     assert (b.fn, b.start, b.skip_gpu, dict(b.options), b.look_layers, b.gate) == (
         a.fn, a.start, a.skip_gpu, dict(a.options), a.look_layers, a.gate)
-    assert b.look_tail and {m.name for m in registry.SCHEDULERS.values() if m.look_tail} == {
-        "sieve-cp-tail"}
+    assert a.look_tail and not b.look_tail
+    family = {n for n in registry.SCHEDULERS if n.startswith("sieve-cp")}
+    assert {m.name for m in registry.SCHEDULERS.values() if m.look_tail} == family - {
+        "sieve-cp-notail", "sieve-cp-nolook"}
 
 
 @settings(max_examples=100, deadline=None)

@@ -20,8 +20,9 @@ less than it cost (:mod:`sieve.sched.amortize`); ``sieve-cp-always`` decides eve
 ``sieve-cp-nolook`` leaves out its look ahead under two-batch overlap (the scan's split);
 ``sieve-cp-look2``'s look watches the decisions two layers on instead of the next ones, its
 savings (the skip rule's) still rated to the next (docs/schedulers.md, "A look two layers on");
-``sieve-cp-tail``'s look also rates the last sampled layer's splits, to the step's end on the GPU
-(sieve-cp has no look there: docs/schedulers.md, "The last layer's look").
+sieve-cp's look also rates the last sampled layer's splits, to the step's end on the GPU
+(``Method.look_tail``, since 2026-12-08); ``sieve-cp-notail`` has no look there, the scan's
+split (sieve-cp's rule before: docs/schedulers.md, "The last layer's look").
 Under two-batch overlap on one GPU, between like micro-batches, ``sieve-cp`` breaks its look's
 exact ties toward a static split and, where its decision put every expert on the GPU, counts
 that decision as saving nothing and runs the same split without deciding while it does not
@@ -106,28 +107,31 @@ class Method:
 
 SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve", sieve, doc="seed §5 greedy from all-on-PIM over experts by popularity"),
-    Method("sieve-cp", sieve_cp, start=sieve_cp_start, skip_gpu=True,
+    Method("sieve-cp", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_tail=True,
            doc="the seed's greedy judged by the layer's critical path (end of the expert phase "
            "on its dependency graph) instead of one max; skips decisions that do not pay"),
     Method("sieve-cp-seedtable", sieve_cp, {"fallback": "roofline"}, start=sieve_cp_start,
-           skip_gpu=True,
+           skip_gpu=True, look_tail=True,
            doc="sieve-cp reading unobserved cost-table counts at the roofline, as the seed's"),
-    Method("sieve-cp-always", sieve_cp, skip_gpu=True,
+    Method("sieve-cp-always", sieve_cp, skip_gpu=True, look_tail=True,
            doc="sieve-cp deciding every layer of every step, whether or not deciding pays"),
     Method("sieve-cp-nolook", sieve_cp, {"look": False}, start=sieve_cp_start,
            doc="sieve-cp without its look ahead under two-batch overlap (the scan's split)"),
     Method("sieve-cp-look2", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_layers=2,
+           look_tail=True,
            doc="sieve-cp whose look (two-batch overlap) rates a split to the decisions two "
            "layers on; its savings, for skipping, still to the next ones"),
-    Method("sieve-cp-tail", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_tail=True,
-           doc="sieve-cp whose look (two-batch overlap) at the last sampled layer rates a "
-           "split to the step's end on the GPU (sieve-cp has no look there)"),
+    Method("sieve-cp-notail", sieve_cp, start=sieve_cp_start, skip_gpu=True,
+           doc="sieve-cp with no look (two-batch overlap) at the last sampled layer: the "
+           "scan's split there (sieve-cp's rule before 2026-12-08)"),
     Method("sieve-cp-nogate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="none",
+           look_tail=True,
            doc="sieve-cp whose scheduled skips are taken whatever the layer's load"),
     Method("sieve-cp-layergate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="layer",
+           look_tail=True,
            doc="sieve-cp whose skips are gated by this GPU's own load at the layer's last "
            "decision that did not pay (sieve-cp's gate before the thirty-fourth session)"),
-    Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start,
+    Method("sieve-cp-pimskip", sieve_cp, start=sieve_cp_start, look_tail=True,
            doc="sieve-cp whose skips always run all on PIM and whose look breaks ties toward "
            "the scan's split (under two-batch overlap on one GPU; elsewhere sieve-cp)"),
     Method("noexp", noexp, doc="attention on PIM, every expert on the GPU", static=True),
