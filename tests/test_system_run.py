@@ -242,3 +242,44 @@ def test_paper_points_cover_figures_9_to_11():
     assert {(p.config.batch, p.config.n_prefill) for p in stress} == {
         (b, 2 if b <= 32 else 8) for b in setups.FIG11_BATCHES}
     assert all(p.config.n_prefill == prefill_cap(p.config.batch) for p in stress)
+
+
+def test_idle_before_the_measured_step_moves_it_on_the_device_clock():
+    """``simulate_run(idle_before_ns=d)``: the measured step starts d later on the device clock
+    than the same run's (the warm-up step unchanged), nothing else of the configuration
+    changes, and the PIM programs meet their refreshes at another phase (their times move;
+    benchmarks/refresh_phase.py); d = 0 is the run itself; a bad d is one ConfigError."""
+    cfg = RunConfig(method="allexp", **{**BASE, "warmup": 1, "layers": 4})
+    a = simulate_run(cfg, keep_steps=True)
+    b = simulate_run(cfg, keep_steps=True, idle_before_ns=0)
+    assert a.row == b.row
+    shifted = []
+    for d in (487.0, 1949.0, 2924.0):
+        c = simulate_run(cfg, keep_steps=True, idle_before_ns=d)
+        assert c.steps[0].start_ns == pytest.approx(a.steps[0].start_ns + d, abs=1e-6)
+        shifted.append(c.steps[0].step_ns)
+    assert any(s != a.steps[0].step_ns for s in shifted)
+    for bad in (-1.0, float("nan"), float("inf"), True, "10"):
+        with pytest.raises(ConfigError, match="idle_before_ns"):
+            simulate_run(cfg, idle_before_ns=bad)
+
+
+def test_refresh_phase_script_spreads_the_idle_over_one_trefi(capsys):
+    """benchmarks/refresh_phase.py runs every method at ``--phases`` idle times spread evenly
+    over one tREFI of the preset, the first at 0 (the run as configured), and prints each
+    method's row and its ratio to the first method at equal phase."""
+    from conftest import benchmark_module
+
+    mod = benchmark_module("refresh_phase")
+    cfg = RunConfig(method="allexp", **{**BASE, "warmup": 1, "layers": 2})
+    trefi, ds, out = mod.phase_runs([cfg], 4)
+    spec = cfg.resolve_system().memory
+    assert trefi == pytest.approx(spec.timing.nREFI * spec.tCK_ns)
+    assert ds == pytest.approx([0.0, trefi / 4, trefi / 2, 3 * trefi / 4])
+    assert out[0][0] == simulate_run(cfg).row["throughput_tok_s_gpu"]
+    with pytest.raises(ConfigError, match="phases"):
+        mod.phase_runs([cfg], 0)
+    assert mod.main(["--batch", "4", "--layers", "2", "--overlap", "none", "--phases", "2",
+                     "--methods", "allexp,noexp"]) == 0
+    text = capsys.readouterr().out
+    assert "| allexp |" in text and "| noexp |" in text and "noexp / allexp at equal phase" in text

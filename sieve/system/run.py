@@ -235,15 +235,26 @@ def step_input_key(cfg: RunConfig, step: int) -> tuple:
 
 
 def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
-                 inputs: MutableMapping | None = None) -> RunResult:
+                 inputs: MutableMapping | None = None,
+                 idle_before_ns: float = 0.0) -> RunResult:
     """Simulate ``cfg.warmup + cfg.steps`` steps and summarise the measured ones.
 
     ``inputs``: a memo of synthetic steps' batches and routing, shared by runs that differ only
     in system, method or options (keyed by :func:`step_input_key`; e.g. an LRU dict of a worker
     process): a step found there is not drawn and routed again. The values are the same
-    either way (deterministic in the key), so results do not depend on it."""
+    either way (deterministic in the key), so results do not depend on it.
+
+    ``idle_before_ns``: idle time on the device clock before the first measured step (a probe,
+    not part of the configuration): the measured steps start that much later, so the PIM
+    devices' refreshes, which run on the device clock, meet their programs at another phase
+    (benchmarks/refresh_phase.py; docs/validation.md, *Refresh phase*)."""
     if not isinstance(cfg, RunConfig):
         raise ConfigError("simulate_run: expected a RunConfig")
+    if (isinstance(idle_before_ns, bool)
+            or not isinstance(idle_before_ns, (int, float, np.integer, np.floating))
+            or not np.isfinite(idle_before_ns) or idle_before_ns < 0):
+        raise ConfigError(f"simulate_run: idle_before_ns must be a finite number >= 0, got "
+                          f"{idle_before_ns!r}")
     model = get_model(cfg.model)
     system = cfg.resolve_system()
     opts = cfg.options()
@@ -286,6 +297,8 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
                     if key is not None:
                         inputs[key] = got
                 sb, n_dec, n_pre, n_tok = got
+        if s == cfg.warmup:
+            state.now_ns += float(idle_before_ns)
         res = simulate_step(state, sb)
         if s >= cfg.warmup:
             measured.append(res)
