@@ -627,6 +627,38 @@ def test_a_tail_look_rates_the_last_layer_to_the_step_end(parallel, system):
     assert sum(x is None for x in plain) == 2
 
 
+@pytest.mark.parametrize("model, system, batch, parallel", (
+    ("qwen3-30b-a3b", "1xb200", 16, "ep"), ("gpt-oss-20b", "2xb200", 32, "ep")))
+def test_a_mirrored_second_decision_takes_the_first_ones_count(model, system, batch, parallel):
+    """``Method.mirror`` (sieve-cp-mirror): under two-batch overlap between like micro-batches
+    (decode, equal halves), the later of a layer's two decisions on a GPU puts as many of its
+    most popular experts on the GPU as the earlier one put there (all of its own where it has
+    fewer), and the rest of its activated experts on PIM, unless the two are unlike on that
+    GPU (``step._unlike_sizes`` of their token-expert pairs there); sieve-cp's own looks give
+    the two different counts somewhere."""
+    from sieve.sched.cp import prefix_split
+    from sieve.system.step import _unlike_sizes
+
+    kw = dict(model=model, system=system, batch=batch, steps=1, warmup=1, layers=8,
+              overlap="tbo", workload="math-500", parallel=parallel)
+    seen = {}
+    for meth in ("sieve-cp-mirror", "sieve-cp"):
+        r = simulate_run(RunConfig(method=meth, **kw), keep_steps=True)
+        by = {}
+        for p in r.steps[0].partitions:
+            by.setdefault((p["gpu"], p["layer"]), []).append(p)
+        pairs = [sorted(v, key=lambda p: p["decided_ns"]) for v in by.values() if len(v) == 2]
+        assert pairs
+        seen[meth] = [(min(a["experts_gpu"], b["experts_active"]), b["experts_gpu"])
+                      for a, b in pairs
+                      if not b["decision_skipped"] and not _unlike_sizes(
+                          a["tokens_gpu"] + a["tokens_pim"], b["tokens_gpu"] + b["tokens_pim"])]
+    assert seen["sieve-cp-mirror"] and all(a == b for a, b in seen["sieve-cp-mirror"])
+    assert any(a != b for a, b in seen["sieve-cp"])
+    counts = np.array([5, 0, 1, 3, 3, 0, 2])  # a prefix of the scan's order (most tokens first)
+    assert list(prefix_split(counts, 2)) == [False, False, True, False, True, False, True]
+
+
 def test_the_look_watches_no_micro_batch_that_holds_no_request():
     """With no more requests than GPUs under expert parallelism every GPU's second
     micro-batch is empty; the look then watches the first micro-batch's next decision and

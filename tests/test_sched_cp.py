@@ -255,6 +255,17 @@ def test_sieve_cp_notail_is_sieve_cp_without_a_look_at_the_last_layer():
         "sieve-cp-notail", "sieve-cp-nolook"}
 
 
+def test_sieve_cp_mirror_is_sieve_cp_with_the_second_decision_mirrored():
+    """The registry's ``sieve-cp-mirror``: sieve-cp (function, start split, skip rule, gate,
+    looks) with ``mirror``; no other method has it (tests/test_overlap.py checks what it
+    does)."""
+    a, b = get_method("sieve-cp"), get_method("sieve-cp-mirror")
+    assert (b.fn, b.start, b.skip_gpu, dict(b.options), b.look_layers, b.gate, b.look_tail) == (
+        a.fn, a.start, a.skip_gpu, dict(a.options), a.look_layers, a.gate, a.look_tail)
+    assert b.mirror and {m.name for m in registry.SCHEDULERS.values() if m.mirror} == {
+        "sieve-cp-mirror"}
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 48), min_size=1, max_size=32), st.integers(0, 40),
        st.floats(0.5, 50.0), st.booleans())

@@ -23,6 +23,9 @@ savings (the skip rule's) still rated to the next (docs/schedulers.md, "A look t
 sieve-cp's look also rates the last sampled layer's splits, to the step's end on the GPU
 (``Method.look_tail``, since 2026-12-08); ``sieve-cp-notail`` has no look there, the scan's
 split (sieve-cp's rule before: docs/schedulers.md, "The last layer's look").
+``sieve-cp-mirror``'s second decision of a layer on a GPU (two-batch overlap, like
+micro-batches) takes as many GPU experts as the first took there (docs/schedulers.md, "The
+second micro-batch's split").
 Under two-batch overlap on one GPU, between like micro-batches, ``sieve-cp`` breaks its look's
 exact ties toward a static split and, where its decision put every expert on the GPU, counts
 that decision as saving nothing and runs the same split without deciding while it does not
@@ -75,7 +78,11 @@ class Method:
     "pooled", sieve-cp's since 2026-12-07, the thirty-fourth session); ``look_tail``: under
     two-batch overlap, at the last sampled layer (no decision follows in the step) its look
     rates a split to the start of the GPU's LM head, the step's end there (False: no look
-    there, the scan's split)."""
+    there, the scan's split); ``mirror``: under two-batch overlap between like micro-batches,
+    the second decision of a layer on a GPU takes as many of its most popular experts onto the
+    GPU as the first decision of that layer there took (one of the two answers the first
+    decision's look guessed for it: :data:`sieve.system.step.STAND_INS`, the count guess), in
+    place of its own look's split."""
 
     name: str
     fn: Callable[..., Partition]
@@ -89,6 +96,7 @@ class Method:
     look_layers: int = 1
     gate: str = "pooled"
     look_tail: bool = False
+    mirror: bool = False
 
     def __call__(self, load: LayerLoad, est: Estimator) -> Partition:
         return self._label(self.fn(load, est, **self.options))
@@ -124,6 +132,10 @@ SCHEDULERS: dict[str, Method] = {m.name: m for m in (
     Method("sieve-cp-notail", sieve_cp, start=sieve_cp_start, skip_gpu=True,
            doc="sieve-cp with no look (two-batch overlap) at the last sampled layer: the "
            "scan's split there (sieve-cp's rule before 2026-12-08)"),
+    Method("sieve-cp-mirror", sieve_cp, start=sieve_cp_start, skip_gpu=True, look_tail=True,
+           mirror=True,
+           doc="sieve-cp whose second decision of a layer (two-batch overlap, like "
+           "micro-batches) takes as many GPU experts as the first took there"),
     Method("sieve-cp-nogate", sieve_cp, start=sieve_cp_start, skip_gpu=True, gate="none",
            look_tail=True,
            doc="sieve-cp whose scheduled skips are taken whatever the layer's load"),

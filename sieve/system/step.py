@@ -92,6 +92,7 @@ from sieve.pim.ffn import FfnShape, run_moe_ep, run_moe_tp
 from sieve.sched.amortize import DecisionMemo
 from sieve.sched.cp import prefix_split, scan_order, split_cost
 from sieve.sched.estimator import Estimator
+from sieve.sched.greedy import split_estimates
 from sieve.sched.methods import get_method
 from sieve.sched.partition import LayerLoad, LayerTiming, Partition
 from sieve.stages import count, enabled, stage
@@ -665,6 +666,8 @@ class _Builder:
         self.link_tasks: dict[tuple, list[Task]] = {}  # collectives by (layer, mb)
         self.sched_tasks: dict[tuple, Task] = {}  # decisions by (g, layer, mb)
         self.head_tasks: dict[int, Task] = {}  # each GPU's LM head (Method.look_tail)
+        # GPU experts of each decision (gpu, layer, micro-batch), two-batch overlap (Method.mirror)
+        self.gpu_count: dict[tuple[int, int, int], int] = {}
         self.next_layer: dict[int, int] = {}  # each sampled layer's next sampled one (run)
         self.prev_layer: dict[int, int] = {}  # and its previous one
         # two-batch overlap: where each (GPU, layer, micro-batch) yields to the other
@@ -998,6 +1001,10 @@ class _Builder:
                     st.memos[g].record(self._memo_key(layer, mb), part.est_gain_ns, cost,
                                        pairs, "gpu" if static_ties and local.any()
                                        and not part.on_pim.any() else "pim")
+            if self.meth.mirror and self.tbo and self.pim_mode and not skip:
+                part = self._mirrored(g, layer, mb, local, load, est, part)
+            if self.tbo:  # (Method.mirror: the second decision of the layer reads it)
+                self.gpu_count[(g, layer, mb)] = int(np.count_nonzero(part.gpu_counts))
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
                                  pim_order=part.pim_order, attention_on_pim=False,
@@ -1023,6 +1030,26 @@ class _Builder:
             sched.release(join, done or [task])
 
         return _in_stage("scheduling", decide)
+
+    def _mirrored(self, g: int, layer: int, mb: int, local: np.ndarray, load: LayerLoad,
+                  est: Estimator, part: Partition) -> Partition:
+        """``Method.mirror``: where the other micro-batch's decision of this layer on GPU g came
+        first (its split is known) and the two micro-batches are like (not :meth:`_unlike`),
+        the split with as many of this micro-batch's most popular experts on the GPU as that
+        decision put there (:func:`sieve.sched.cp.prefix_split`; all of its own where it has
+        fewer), the count guess of the two its look made for this decision (:data:`STAND_INS`);
+        ``part`` otherwise. The skip memo has already
+        recorded ``part``'s own saving."""
+        n = self.gpu_count.get((g, layer, 1 - mb))
+        if n is None or self._unlike(g, layer, mb, local):
+            return part
+        on_pim = prefix_split(local, n)
+        if np.array_equal(on_pim, part.on_pim):
+            return part
+        t_comm, t_gpu, t_pim = split_estimates(load, est, on_pim)
+        return Partition(part.method, part.counts, on_pim, pim_order=part.pim_order,
+                         mapping=part.mapping, est_comm_ns=t_comm, est_gpu_ns=t_gpu,
+                         est_pim_ns=t_pim, steps=part.steps, est_gain_ns=part.est_gain_ns)
 
     def _memo_key(self, layer: int, mb: int) -> Hashable:
         """The key of a layer's decision in its GPU's skip memo (:mod:`sieve.sched.amortize`):
