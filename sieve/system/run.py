@@ -43,7 +43,7 @@ from sieve.system.step import (
     _sampled_layers,
     simulate_step,
 )
-from sieve.validate import check_name
+from sieve.validate import check_name, check_number
 from sieve.workload.batch import colocated_batch, decode_batch, step_trace
 from sieve.workload.router import RouterShape, SyntheticRouter, resolve_router
 
@@ -250,11 +250,7 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
     (benchmarks/refresh_phase.py; docs/validation.md, *Refresh phase*)."""
     if not isinstance(cfg, RunConfig):
         raise ConfigError("simulate_run: expected a RunConfig")
-    if (isinstance(idle_before_ns, bool)
-            or not isinstance(idle_before_ns, (int, float, np.integer, np.floating))
-            or not np.isfinite(idle_before_ns) or idle_before_ns < 0):
-        raise ConfigError(f"simulate_run: idle_before_ns must be a finite number >= 0, got "
-                          f"{idle_before_ns!r}")
+    idle_before_ns = check_number("simulate_run", "idle_before_ns", idle_before_ns)
     model = get_model(cfg.model)
     system = cfg.resolve_system()
     opts = cfg.options()
@@ -298,7 +294,7 @@ def simulate_run(cfg: RunConfig, *, keep_steps: bool = False,
                         inputs[key] = got
                 sb, n_dec, n_pre, n_tok = got
         if s == cfg.warmup:
-            state.now_ns += float(idle_before_ns)
+            state.now_ns += idle_before_ns
         res = simulate_step(state, sb)
         if s >= cfg.warmup:
             measured.append(res)

@@ -1001,9 +1001,9 @@ class _Builder:
                     st.memos[g].record(self._memo_key(layer, mb), part.est_gain_ns, cost,
                                        pairs, "gpu" if static_ties and local.any()
                                        and not part.on_pim.any() else "pim")
-            if self.meth.mirror and self.tbo and self.pim_mode and not skip:
-                part = self._mirrored(g, layer, mb, local, load, est, part)
-            if self.tbo:  # (Method.mirror: the second decision of the layer reads it)
+            if self.meth.mirror and self.tbo:  # the second decision of the layer reads it
+                if self.pim_mode and not skip:
+                    part = self._mirrored(g, layer, mb, local, load, est, part)
                 self.gpu_count[(g, layer, mb)] = int(np.count_nonzero(part.gpu_counts))
             if not self.pim_mode:  # no PIM units, or the GPU-only method
                 part = Partition(part.method, part.counts, np.zeros_like(part.on_pim),
@@ -1038,8 +1038,7 @@ class _Builder:
         the split with as many of this micro-batch's most popular experts on the GPU as that
         decision put there (:func:`sieve.sched.cp.prefix_split`; all of its own where it has
         fewer), the count guess of the two its look made for this decision (:data:`STAND_INS`);
-        ``part`` otherwise. The skip memo has already
-        recorded ``part``'s own saving."""
+        ``part`` otherwise. The skip memo has already recorded ``part``'s own saving."""
         n = self.gpu_count.get((g, layer, 1 - mb))
         if n is None or self._unlike(g, layer, mb, local):
             return part
